@@ -1,0 +1,41 @@
+# taskforge: the two commands that matter are `make demo` and `make test`.
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+DEMO_SOURCE ?= pypi:inflection==0.5.1
+DEMO_OUT    ?= datasets/out/demo
+PYTEST_ARGS ?=
+
+.PHONY: demo test test-fast check venv host clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade 'pip>=24'
+	$(PY) -m pip install -q -e '.[rl,ray,report,dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# Host services the full suite needs: Docker engine (+ a locally built base image), chromium.
+host:
+	bash sandboxes/scripts/setup_host.sh
+
+demo: venv
+	$(VENV)/bin/taskforge generate $(DEMO_SOURCE) --out $(DEMO_OUT) --sandbox local --max-tasks 6
+	@echo "demo dataset written to $(DEMO_OUT) (open $(DEMO_OUT)/README.md)"
+
+# The whole suite, slow/real-repo/docker/ray/browser tests included.
+test: venv host
+	$(PY) -m pytest -m "" -p no:cacheprovider $(PYTEST_ARGS)
+
+# Unit tests only: no network, no docker, seconds.
+test-fast: venv
+	$(PY) -m pytest -m "not slow and not realrepo and not docker and not ray and not browser" $(PYTEST_ARGS)
+
+check: venv
+	$(VENV)/bin/ruff check taskforge generators sandboxes tests
+	$(VENV)/bin/mypy taskforge generators sandboxes
+
+clean:
+	rm -rf $(VENV) .taskforge datasets/out

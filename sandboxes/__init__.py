@@ -1,0 +1,1 @@
+"""Execution backends behind the ``Sandbox`` protocol (see ``sandboxes.protocol``)."""
