@@ -17,7 +17,11 @@ class EntityKind(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Reference:
-    """A place that refers to an entity: ``kind`` is import | call | name | attribute | all | reexport."""
+    """A place that refers to an entity: ``kind`` is import | call | name | attribute | all | reexport | dynamic.
+
+    ``dynamic`` marks an attribute use ``obj.name`` whose receiver could not be resolved statically; it is
+    recorded on every method called ``name`` (a possible, not a certain, reference).
+    """
 
     file: str  # workspace-relative path
     line: int
@@ -51,6 +55,7 @@ class Entity:
     complexity: int = 1  # cyclomatic complexity of the body
     is_private: bool = False
     references: tuple[Reference, ...] = ()
+    decorators: tuple[str, ...] = ()  # decorator expressions as written, without "@"
 
     @property
     def module(self) -> str:
@@ -64,6 +69,7 @@ class Entity:
             "signature": self.signature, "docstring": self.docstring,
             "statements": self.statements, "complexity": self.complexity,
             "is_private": self.is_private, "references": [r.to_dict() for r in self.references],
+            "decorators": list(self.decorators),
         }
 
     @classmethod
@@ -76,4 +82,5 @@ class Entity:
             statements=int(d.get("statements", 0)), complexity=int(d.get("complexity", 1)),
             is_private=bool(d.get("is_private", False)),
             references=tuple(Reference.from_dict(r) for r in d.get("references", ())),
+            decorators=tuple(d.get("decorators", ())),
         )

@@ -1,0 +1,155 @@
+"""The libcst static index on a small package the test writes itself."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from generators.static_index import StaticIndex, build_index, is_test_file
+from taskforge.entities import EntityKind
+from taskforge.environment import EnvSpec
+
+FILES = {
+    "src/shop/__init__.py": '''"""Shop."""
+from .cart import Cart, total
+from . import pricing
+
+__all__ = ["Cart", "total", "pricing"]
+''',
+    "src/shop/pricing.py": '''import math
+
+
+def _round(x):
+    return math.floor(x * 100) / 100
+
+
+def discount(price, pct):
+    """Apply a percentage discount."""
+    if pct < 0 or pct > 100:
+        raise ValueError(pct)
+    return _round(price * (1 - pct / 100))
+''',
+    "src/shop/cart.py": '''from shop.pricing import discount
+
+
+class Base:
+    def describe(self):
+        return type(self).__name__
+
+
+class Cart(Base):
+    """A cart."""
+
+    def __init__(self):
+        self.items = []
+
+    @property
+    def size(self):
+        return len(self.items)
+
+    def add(self, price, pct=0):
+        """Add an item."""
+        self.items.append(discount(price, pct))
+        return self.describe()
+
+
+def total(cart):
+    return sum(x for x in cart.items if x > 0)
+''',
+    "src/shop/tests/test_inner.py": "def test_x():\n    assert True\n",
+    "tests/test_cart.py": '''import shop
+from shop.cart import Cart
+
+
+def test_add():
+    c = Cart()
+    c.add(10, 50)
+    assert shop.total(c) == 5
+''',
+    "setup.py": "from setuptools import setup\nsetup()\n",
+    "docs/conf.py": "x = 1\n",
+}
+
+SPEC = EnvSpec(project_name="shop", python="3.11", install_target=".", src_roots=("src",),
+               package_dirs=("src/shop",), test_paths=("tests",))
+
+
+@pytest.fixture()
+def index(tmp_path: Path) -> StaticIndex:
+    for rel, text in FILES.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return build_index(tmp_path, SPEC)
+
+
+def test_entities_cover_modules_classes_functions_methods(index: StaticIndex) -> None:
+    kinds = {e.qualname: e.kind for e in index.entities}
+    assert kinds["shop"] is EntityKind.MODULE
+    assert kinds["shop.pricing"] is EntityKind.MODULE
+    assert kinds["shop.pricing.discount"] is EntityKind.FUNCTION
+    assert kinds["shop.cart.Cart"] is EntityKind.CLASS
+    assert kinds["shop.cart.Cart.add"] is EntityKind.METHOD
+    assert index.source_files == ("src/shop/__init__.py", "src/shop/cart.py", "src/shop/pricing.py")
+    assert "tests/test_cart.py" in index.test_files and "src/shop/tests/test_inner.py" in index.test_files
+    assert not any(e.file in ("setup.py", "docs/conf.py") for e in index.entities)
+
+
+def test_spans_signature_docstring_and_metrics(index: StaticIndex) -> None:
+    d = index.entity("shop.pricing.discount")
+    assert (d.start_line, d.body_start, d.body_end, d.end_line) == (8, 10, 12, 12)
+    assert d.signature == "def discount(price, pct)"
+    assert d.docstring == "Apply a percentage discount."
+    assert d.statements == 3  # if, raise, return
+    assert d.complexity == 3  # 1 + if + `or`
+    size = index.entity("shop.cart.Cart.size")
+    assert size.start_line == 15 and size.decorators == ("property",)
+    assert index.entity("shop.pricing._round").is_private
+    assert not index.entity("shop.cart.Cart.__init__").is_private
+
+
+def test_references_resolve_imports_aliases_self_and_inheritance(index: StaticIndex) -> None:
+    disc = index.entity("shop.pricing.discount")
+    kinds = {(r.file, r.kind, r.in_entity, r.is_test) for r in disc.references}
+    assert ("src/shop/cart.py", "import", "", False) in kinds
+    assert ("src/shop/cart.py", "call", "shop.cart.Cart.add", False) in kinds
+    # self.describe() resolves through the base class
+    describe = {(r.kind, r.in_entity) for r in index.entity("shop.cart.Base.describe").references}
+    assert ("call", "shop.cart.Cart.add") in describe
+    # shop.total in the test resolves through the package re-export to shop.cart.total
+    total = index.entity("shop.cart.total").references
+    assert {(r.kind, r.is_test) for r in total} >= {("reexport", False), ("all", False), ("call", True)}
+    assert index.dependencies("shop.pricing.discount") == ("shop.pricing._round",)
+    assert index.dependents("shop.pricing._round") == ("shop.pricing.discount",)
+    # the module is imported by the package __init__ and by cart.py
+    mod_refs = {(r.file, r.kind) for r in index.referrers("shop.pricing")}
+    assert ("src/shop/__init__.py", "reexport") in mod_refs and ("src/shop/cart.py", "import") in mod_refs
+
+
+def test_dynamic_attribute_uses_are_marked(index: StaticIndex) -> None:
+    refs = index.entity("shop.cart.Cart.add").references
+    assert any(r.kind == "dynamic" and r.is_test and r.in_entity == "tests.test_cart.test_add" for r in refs)
+
+
+def test_round_trip_through_json(index: StaticIndex) -> None:
+    again = StaticIndex.from_dict(json.loads(json.dumps(index.to_dict())))
+    assert again == index
+    assert again.get("shop.cart.Cart.add") == index.get("shop.cart.Cart.add")
+    assert [e.qualname for e in again.in_file("src/shop/pricing.py")] == [
+        "shop.pricing", "shop.pricing._round", "shop.pricing.discount"]
+
+
+def test_unparsable_file_is_reported_not_fatal(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg/__init__.py").write_text("def ok():\n    return 1\n")
+    (tmp_path / "pkg/bad.py").write_text("print 'python 2'\n")
+    idx = build_index(tmp_path, EnvSpec("pkg", "3.11", ".", package_dirs=("pkg",)))
+    assert "pkg.ok" in idx and len(idx.parse_errors) == 1 and idx.parse_errors[0].startswith("pkg/bad.py")
+
+
+def test_test_file_classification() -> None:
+    assert is_test_file("tests/helpers.py", SPEC)
+    assert is_test_file("pkg/conftest.py", SPEC)
+    assert is_test_file("test_inflection.py", SPEC)
+    assert not is_test_file("src/shop/cart.py", SPEC)
