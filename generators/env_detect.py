@@ -1,0 +1,449 @@
+"""Detect how to install a repository and run its tests: an ``EnvSpec``, with a note per field.
+
+Read, in order of trust: ``pyproject.toml`` (``[project]``, optional-dependencies, dependency-groups,
+``[tool.pytest...]``), ``setup.cfg``, ``setup.py`` (text only, never executed), ``pytest.ini`` /
+``tox.ini``, ``requirements*.txt`` files, tox/nox dependency hints, and finally the imports of the test
+files themselves: a test dependency that the sdist forgot to declare (``hypothesis``, ``freezegun``, a
+pytest plugin) is found there and added, or reported in the notes when it cannot be mapped.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import re
+import shlex
+import sys
+import tomllib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from generators.sources import normalise_name
+from taskforge.environment import EnvSpec
+
+TEST_EXTRAS = ("test", "tests", "testing")
+DEV_EXTRAS = ("dev", "develop", "development")
+_SKIP_DIRS = {"tests", "test", "testing", "docs", "doc", "examples", "example", "benchmarks", "bench",
+              "scripts", "tools", "build", "dist", "site-packages", "typing-examples", "changelog.d"}
+_SKIP_MODULES = {"setup", "conftest", "noxfile", "fabfile", "tasks", "manage", "runtests", "conf"}
+# import name -> distribution, for test dependencies often missing from an sdist's metadata
+KNOWN_TEST_IMPORTS = {
+    "hypothesis": "hypothesis", "pytest_mock": "pytest-mock", "freezegun": "freezegun",
+    "pympler": "pympler", "cloudpickle": "cloudpickle", "yaml": "PyYAML", "dateutil": "python-dateutil",
+    "mock": "mock", "responses": "responses", "requests": "requests", "toml": "toml", "tomli": "tomli",
+    "pytz": "pytz", "six": "six", "numpy": "numpy", "simplejson": "simplejson", "typing_extensions":
+    "typing-extensions", "time_machine": "time-machine", "pytest_benchmark": "pytest-benchmark",
+    "pytest_asyncio": "pytest-asyncio", "trio": "trio", "anyio": "anyio", "attr": "attrs",
+    "attrs": "attrs", "babel": "Babel", "jinja2": "Jinja2", "markupsafe": "MarkupSafe",
+    "werkzeug": "Werkzeug", "click": "click", "testpath": "testpath", "pexpect": "pexpect",
+    "docutils": "docutils", "pygments": "Pygments", "packaging": "packaging", "dirty_equals":
+    "dirty-equals", "inline_snapshot": "inline-snapshot", "syrupy": "syrupy", "faker": "Faker",
+}
+# pytest fixture name -> plugin distribution that provides it
+KNOWN_FIXTURES = {"mocker": "pytest-mock", "benchmark": "pytest-benchmark", "freezer": "pytest-freezer",
+                  "httpserver": "pytest-httpserver", "snapshot": "syrupy"}
+# addopts prefixes our runner replaces or cannot honour; each is dropped with its value
+_DROP_OPTS = ("--cov", "--no-cov", "-n", "--numprocesses", "--dist", "--maxprocesses", "-p", "--benchmark",
+              "--junitxml", "--junit-xml", "--html", "--lf", "--ff", "--sw", "--stepwise", "--timeout",
+              "--reruns", "--basetemp", "--codspeed")
+_OPTS_WITH_VALUE = {"-n", "--numprocesses", "--dist", "--maxprocesses", "-p", "--cov", "--cov-report",
+                    "--cov-config", "--cov-fail-under", "--junitxml", "--html", "--timeout", "--reruns",
+                    "--basetemp"}
+
+
+def detect_env(repo: Path, *, python: str = "3.11", name_hint: str = "") -> EnvSpec:
+    """Detect the ``EnvSpec`` of the repository at ``repo`` (read only)."""
+    repo = Path(repo)
+    notes: list[str] = []
+    pyproject = _read_toml(repo / "pyproject.toml")
+    setup_cfg = _read_ini(repo / "setup.cfg")
+    tox_ini = _read_ini(repo / "tox.ini")
+    setup_py = _read_text(repo / "setup.py")
+
+    name, why = _project_name(pyproject, setup_cfg, setup_py, name_hint or repo.name)
+    notes.append(f"project_name: {why}")
+
+    extras_available = _extras(pyproject, setup_cfg, setup_py)
+    installable = bool(pyproject.get("build-system") or pyproject.get("project") or setup_py or
+                       setup_cfg.has_section("metadata"))
+    chosen = [e for e in TEST_EXTRAS if e in extras_available] or [e for e in DEV_EXTRAS
+                                                                    if e in extras_available][:1]
+    if installable:
+        install_target = f".[{','.join(chosen)}]" if chosen else "."
+        notes.append(f"install_target: {install_target!r} (extras found: {sorted(extras_available) or 'none'})")
+    else:
+        install_target = ""
+        notes.append("install_target: '' (no pyproject build info, setup.py or setup.cfg [metadata])")
+
+    requirements: list[str] = []
+    _add_requirements(repo, pyproject, tox_ini, requirements, notes)
+
+    src_roots, why = _src_roots(repo)
+    notes.append(f"src_roots: {why}")
+    package_dirs, why = _package_dirs(repo, src_roots, name)
+    notes.append(f"package_dirs: {why}")
+
+    ini, ini_origin = _pytest_ini(repo, pyproject, setup_cfg, tox_ini)
+    test_paths, why = _test_paths(repo, ini, ini_origin, package_dirs)
+    notes.append(f"test_paths: {why}")
+    if not ini.get("testpaths"):
+        doctests = _doctest_targets(repo, _as_list(ini.get("addopts")), package_dirs)
+        if doctests:
+            test_paths = tuple(dict.fromkeys((*test_paths, *doctests)))
+            notes.append(f"test_paths: added {doctests} (addopts collect doctests and no testpaths is set, "
+                         "so a plain `pytest` collects them from the root)")
+    pytest_args, dropped = _pytest_args(ini.get("addopts", ""))
+    if dropped:
+        notes.append(f"pytest_args: kept {pytest_args[2:] or 'no'} options of addopts from {ini_origin}, "
+                     f"dropped {dropped} (the runner measures coverage and schedules tests itself)")
+    elif ini.get("addopts"):
+        notes.append(f"pytest_args: addopts of {ini_origin} kept as configured")
+
+    own = {Path(p).stem for p in package_dirs}
+    imports, fixtures = _test_imports(repo, test_paths)
+    declared = {_req_name(r) for r in requirements} | {_req_name(r) for e in chosen
+                                                         for r in extras_available.get(e, ())}
+    local = _local_modules(repo, test_paths)
+    for mod in sorted(imports):
+        dist = KNOWN_TEST_IMPORTS.get(mod)
+        if mod in own or mod in sys.stdlib_module_names or mod in local or normalise_name(mod) in declared:
+            continue
+        if dist is None:
+            if mod not in ("pytest", "_pytest", "py") and mod not in _runtime_imports(pyproject, setup_cfg):
+                notes.append(f"requirements: test files import {mod!r}, not mapped to a distribution; "
+                             "if it is missing, the tests that need it fail to collect")
+            continue
+        if normalise_name(dist) not in declared and normalise_name(dist) != normalise_name(name):
+            requirements.append(dist)
+            declared.add(normalise_name(dist))
+            notes.append(f"requirements: added {dist!r} (imported by the tests, not declared)")
+    for fixture in sorted(fixtures):
+        dist = KNOWN_FIXTURES[fixture]
+        if normalise_name(dist) not in declared:
+            requirements.append(dist)
+            declared.add(normalise_name(dist))
+            notes.append(f"requirements: added {dist!r} (tests use its fixture {fixture!r})")
+
+    return EnvSpec(
+        project_name=normalise_name(name), python=python, install_target=install_target,
+        requirements=tuple(dict.fromkeys(requirements)), src_roots=src_roots, package_dirs=package_dirs,
+        test_paths=test_paths, pytest_args=pytest_args, notes=tuple(notes),
+    )
+
+
+# --- project metadata ------------------------------------------------------------------------------
+
+def _project_name(pyproject: dict[str, Any], cfg: configparser.ConfigParser, setup_py: str,
+                  fallback: str) -> tuple[str, str]:
+    if name := pyproject.get("project", {}).get("name"):
+        return name, "pyproject.toml [project] name"
+    if cfg.has_option("metadata", "name"):
+        return cfg.get("metadata", "name"), "setup.cfg [metadata] name"
+    if m := re.search(r"""\bname\s*=\s*['"]([A-Za-z0-9._-]+)['"]""", setup_py):
+        return m.group(1), "setup.py name= argument"
+    fallback = re.sub(r"-\d[\w.]*-[0-9a-f]{12}$|-[0-9a-f]{12}$", "", fallback)
+    return fallback, f"directory name {fallback!r} (no metadata found)"
+
+
+def _extras(pyproject: dict[str, Any], cfg: configparser.ConfigParser, setup_py: str) -> dict[str, list[str]]:
+    extras: dict[str, list[str]] = {}
+    for k, v in pyproject.get("project", {}).get("optional-dependencies", {}).items():
+        extras[normalise_name(k)] = list(v)
+    if cfg.has_section("options.extras_require"):
+        for k, v in cfg.items("options.extras_require"):
+            extras[normalise_name(k)] = [ln.strip() for ln in v.splitlines() if ln.strip()]
+    if m := re.search(r"extras_require\s*=\s*\{(.*?)\}", setup_py, re.S):
+        for key in re.findall(r"""['"]([A-Za-z0-9_.-]+)['"]\s*:""", m.group(1)):
+            extras.setdefault(normalise_name(key), [])
+    return extras
+
+
+def _runtime_imports(pyproject: dict[str, Any], cfg: configparser.ConfigParser) -> set[str]:
+    deps = list(pyproject.get("project", {}).get("dependencies", []))
+    if cfg.has_option("options", "install_requires"):
+        deps += cfg.get("options", "install_requires").splitlines()
+    return {_req_name(d).replace("-", "_") for d in deps if d.strip()}
+
+
+def _add_requirements(repo: Path, pyproject: dict[str, Any], tox: configparser.ConfigParser,
+                      out: list[str], notes: list[str]) -> None:
+    groups = pyproject.get("dependency-groups", {})
+    for g in (*TEST_EXTRAS, *DEV_EXTRAS):
+        if g in groups:
+            reqs = _resolve_group(groups, g, set())
+            out.extend(reqs)
+            notes.append(f"requirements: dependency-group {g!r} of pyproject.toml ({len(reqs)} entries)")
+            break
+    for rel in _requirement_files(repo):
+        reqs = _read_requirements(repo / rel, set())
+        out.extend(reqs)
+        notes.append(f"requirements: {rel} ({len(reqs)} entries)")
+    if tox.has_option("testenv", "deps"):
+        deps = [d.strip() for d in tox.get("testenv", "deps").splitlines()]
+        deps = [d for d in deps if d and not d.startswith(("-", "#")) and "{" not in d and ":" not in d]
+        if deps:
+            out.extend(deps)
+            notes.append(f"requirements: tox.ini [testenv] deps {deps}")
+    nox = _read_text(repo / "noxfile.py")
+    for call in re.findall(r"session\.install\(([^)]*)\)", nox):
+        for dep in re.findall(r"""['"]([A-Za-z0-9][A-Za-z0-9._\-\[\],<>=!~ ]*)['"]""", call):
+            if not dep.startswith((".", "-")) and dep not in ("pip",):
+                out.append(dep)
+                notes.append(f"requirements: noxfile.py session.install {dep!r}")
+
+
+def _resolve_group(groups: dict[str, Any], name: str, seen: set[str]) -> list[str]:
+    if name in seen:
+        return []
+    seen.add(name)
+    out: list[str] = []
+    for item in groups.get(name, []):
+        if isinstance(item, dict) and "include-group" in item:
+            out.extend(_resolve_group(groups, item["include-group"], seen))
+        elif isinstance(item, str):
+            out.append(item)
+    return out
+
+
+def _requirement_files(repo: Path) -> list[str]:
+    """Test requirement files, most specific first; an unpinned ``.in`` beside a pinned ``.txt`` loses."""
+    found: list[str] = []
+    patterns = ("requirements/test*.txt", "requirements/tests*.txt", "requirements-test*.txt",
+                "test-requirements*.txt", "test_requirements*.txt", "requirements_test*.txt",
+                "tests/requirements*.txt", "requirements/testing*.txt", "requirements-testing*.txt")
+    for pat in patterns:
+        for p in sorted(repo.glob(pat)):
+            rel = p.relative_to(repo).as_posix()
+            if rel not in found:
+                found.append(rel)
+    if not found:
+        for pat in ("requirements/test*.in", "requirements-test*.in", "requirements/dev.txt",
+                    "requirements-dev.txt", "dev-requirements.txt"):
+            found += [p.relative_to(repo).as_posix() for p in sorted(repo.glob(pat))]
+            if found:
+                break
+    return found
+
+
+def _read_requirements(path: Path, seen: set[Path]) -> list[str]:
+    if path in seen or not path.is_file():
+        return []
+    seen.add(path)
+    out: list[str] = []
+    for raw in path.read_text(errors="replace").splitlines():
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith(("-r ", "--requirement ")):
+            out.extend(_read_requirements(path.parent / line.split(None, 1)[1], seen))
+        elif line.startswith(("-c ", "--constraint ")):
+            continue
+        elif line.startswith("-") or line.startswith((".", "/")) or "://" in line:
+            continue  # -e ., local paths, index options, URLs: not portable requirements
+        else:
+            out.append(line.split(";", 1)[0].strip() if "python_version" not in line else line)
+    return out
+
+
+def _req_name(req: str) -> str:
+    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
+    return normalise_name(m.group(1)) if m else ""
+
+
+# --- layout ----------------------------------------------------------------------------------------
+
+def _src_roots(repo: Path) -> tuple[tuple[str, ...], str]:
+    src = repo / "src"
+    if src.is_dir() and any((p / "__init__.py").is_file() or (p.suffix == ".py")
+                            for p in src.iterdir()):
+        return ("src",), "src-layout (src/ holds the packages)"
+    return (".",), "flat layout (packages at the repository root)"
+
+
+def _package_dirs(repo: Path, roots: tuple[str, ...], name: str) -> tuple[tuple[str, ...], str]:
+    root = repo / roots[0]
+    for egg in sorted(repo.glob("*.egg-info")) + sorted(root.glob("*.egg-info")):
+        top = egg / "top_level.txt"
+        if top.is_file():
+            names = [n.strip() for n in top.read_text().splitlines() if n.strip()]
+            found = [_rel(repo, p) for n in names for p in (root / n, root / f"{n}.py") if p.exists()]
+            if found:
+                return tuple(found), f"{_rel(repo, top)} lists {names}"
+    found = []
+    for p in sorted(root.iterdir()):
+        if p.name.startswith((".", "_")) or p.name in _SKIP_DIRS or p.name.endswith(".egg-info"):
+            continue
+        if p.is_dir() and (p / "__init__.py").is_file():
+            found.append(_rel(repo, p))
+        elif p.suffix == ".py" and p.stem not in _SKIP_MODULES and not _is_test_name(p.name):
+            found.append(_rel(repo, p))
+    if found:
+        return tuple(found), f"importable non-test packages/modules under {roots[0]!r}"
+    return (), f"none found under {roots[0]!r} (expected a package dir or module named like {name!r})"
+
+
+def _rel(repo: Path, p: Path) -> str:
+    return p.relative_to(repo).as_posix()
+
+
+def _is_test_name(filename: str) -> bool:
+    return filename.startswith("test_") or filename.endswith("_test.py") or filename == "tests.py"
+
+
+# --- pytest configuration --------------------------------------------------------------------------
+
+def _pytest_ini(repo: Path, pyproject: dict[str, Any], cfg: configparser.ConfigParser,
+                tox: configparser.ConfigParser) -> tuple[dict[str, Any], str]:
+    """pytest's own precedence: pytest.ini, pyproject.toml, tox.ini, setup.cfg."""
+    for fname in ("pytest.ini", ".pytest.ini"):
+        ini = _read_ini(repo / fname)
+        if ini.has_section("pytest"):
+            return dict(ini.items("pytest")), fname
+    tool = pyproject.get("tool", {}).get("pytest", {})
+    if "ini_options" in tool:
+        return dict(tool["ini_options"]), "pyproject.toml [tool.pytest.ini_options]"
+    if tool:
+        return {k: v for k, v in tool.items() if not isinstance(v, dict)}, "pyproject.toml [tool.pytest]"
+    if tox.has_section("pytest"):
+        return dict(tox.items("pytest")), "tox.ini [pytest]"
+    if cfg.has_section("tool:pytest"):
+        return dict(cfg.items("tool:pytest")), "setup.cfg [tool:pytest]"
+    return {}, "no pytest configuration"
+
+
+def _doctest_targets(repo: Path, addopts: list[str], package_dirs: tuple[str, ...]) -> list[str]:
+    targets: list[str] = []
+    if "--doctest-modules" in addopts:
+        targets += list(package_dirs)
+    for i, opt in enumerate(addopts):
+        pattern = opt.split("=", 1)[1] if opt.startswith("--doctest-glob=") else (
+            addopts[i + 1] if opt == "--doctest-glob" and i + 1 < len(addopts) else "")
+        if pattern:
+            targets += [p.name for p in sorted(repo.glob(pattern)) if p.is_file()]
+    return targets
+
+
+def _as_list(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return shlex.split(str(value or ""))
+
+
+def _test_paths(repo: Path, ini: dict[str, Any], origin: str,
+                package_dirs: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
+    configured = [p for p in _as_list(ini.get("testpaths")) if (repo / p).exists()]
+    if configured:
+        return tuple(configured), f"testpaths of {origin}"
+    for name in ("tests", "test", "testing"):
+        if (repo / name).is_dir() and any(_is_test_name(p.name) for p in (repo / name).rglob("*.py")):
+            return (name,), f"{name}/ holds test files"
+    root_tests = sorted(p.name for p in repo.glob("*.py") if _is_test_name(p.name))
+    if root_tests:
+        return tuple(root_tests), "test modules at the repository root"
+    inside = sorted({_rel(repo, p.parent) for d in package_dirs for p in (repo / d).rglob("test*/__init__.py")})
+    if inside:
+        return tuple(inside), "test packages inside the project's packages"
+    return (".",), "no test folder found; pytest collects from the repository root"
+
+
+def _pytest_args(addopts: Any) -> tuple[tuple[str, ...], list[str]]:
+    """Keep the addopts our runner can honour; returns (args, dropped).
+
+    When addopts exist, the args start with ``-o addopts=`` so pytest does not re-apply the
+    configured value (which may name plugins that are not installed, such as ``--cov``).
+    """
+    opts = _as_list(addopts)
+    if not opts:
+        return (), []
+    kept: list[str] = []
+    dropped: list[str] = []
+    i = 0
+    while i < len(opts):
+        opt = opts[i]
+        flag = opt.split("=", 1)[0]
+        if any(flag == d or (flag.startswith(d) and d.startswith("--")) for d in _DROP_OPTS) or \
+                (flag.startswith("-n") and len(flag) > 2 and flag[2:].isalnum() and not flag.startswith("--")) or \
+                (flag.startswith("-p") and not flag.startswith("--") and len(flag) > 2):
+            dropped.append(opt)
+            if "=" not in opt and flag in _OPTS_WITH_VALUE and i + 1 < len(opts) and \
+                    not opts[i + 1].startswith("-"):
+                dropped.append(opts[i + 1])
+                i += 1
+        else:
+            kept.append(opt)
+        i += 1
+    if not dropped:
+        return (), []  # pytest applies the configured addopts itself
+    return ("-o", "addopts=", *kept), dropped
+
+
+# --- test imports ----------------------------------------------------------------------------------
+
+def _test_files(repo: Path, test_paths: Iterable[str]) -> list[Path]:
+    files: list[Path] = []
+    for tp in test_paths:
+        p = repo / tp
+        if p.is_file() and p.suffix == ".py":
+            files.append(p)
+        elif p.is_dir() and tp != ".":
+            files += [f for f in sorted(p.rglob("*.py")) if "site-packages" not in f.parts]
+    files += [f for f in sorted(repo.glob("conftest.py"))]
+    if not files:
+        files = [f for f in sorted(repo.rglob("*.py")) if _is_test_name(f.name) or f.name == "conftest.py"]
+    return files[:2000]
+
+
+def _test_imports(repo: Path, test_paths: Iterable[str]) -> tuple[set[str], set[str]]:
+    """Top-level modules imported by test files, and known plugin fixtures they request."""
+    mods: set[str] = set()
+    fixtures: set[str] = set()
+    for f in _test_files(repo, test_paths):
+        try:
+            tree = ast.parse(f.read_text(errors="replace"))
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                mods.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                mods.add(node.module.split(".")[0])
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "importorskip":
+                continue  # optional by design
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test"):
+                fixtures.update(a.arg for a in node.args.args if a.arg in KNOWN_FIXTURES)
+    return mods, fixtures
+
+
+def _local_modules(repo: Path, test_paths: Iterable[str]) -> set[str]:
+    """Modules the tests can import from their own folders (helpers, conftest, test packages)."""
+    local: set[str] = {"conftest"}
+    for tp in (*test_paths, "."):
+        d = repo / tp
+        if d.is_dir():
+            local.update(p.stem for p in d.glob("*.py"))
+            local.update(p.name for p in d.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return local
+
+
+# --- file readers ----------------------------------------------------------------------------------
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text()) if path.is_file() else {}
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return {}
+
+
+def _read_ini(path: Path) -> configparser.ConfigParser:
+    cfg = configparser.ConfigParser(interpolation=None, strict=False)
+    if path.is_file():
+        try:
+            cfg.read_string(path.read_text(errors="replace"))
+        except configparser.Error:
+            pass
+    return cfg
+
+
+def _read_text(path: Path) -> str:
+    return path.read_text(errors="replace") if path.is_file() else ""

@@ -1,0 +1,306 @@
+"""The ``local`` sandbox: a virtualenv per environment and one subprocess per test run.
+
+The embedded default: no daemon, nothing to install beyond a Python interpreter.
+
+Threat model, stated honestly: this backend is for *trusted* code (real open-source projects and their
+own tests, or a policy's patch you are willing to run on this machine). What it does guarantee:
+
+- Bounded time: every run has a wall-clock limit; the runner is started in its own process group and the
+  whole group is killed (SIGKILL) on timeout and after it exits, so a hung test or a forked child does not
+  outlive the run.
+- Scrubbed environment: the child sees only PATH (venv first), a scratch ``HOME`` and ``TMPDIR``
+  (deleted afterwards), ``PYTHONHASHSEED=0``, ``TZ=UTC``, ``LC_ALL=C.UTF-8``,
+  ``PYTHONDONTWRITEBYTECODE=1``, ``PYTHONPATH`` (the spec's source roots inside the workspace) and the
+  request's extra variables. No proxy variables, no tokens, nothing else of the parent's environment.
+- No network where the platform allows: the runner is started under ``unshare -rn`` (new user and network
+  namespaces: only a down loopback) when that works on this host; otherwise network access is NOT
+  restricted, and ``LocalSandbox.network_isolated`` says so.
+- No copy of the project's code in the environment: after installing the project (for its dependencies
+  and metadata), its own files are deleted from site-packages (only its ``.dist-info`` is kept, with
+  ``RECORD`` rewritten), so tests import the code from the workspace and nowhere else.
+
+What it does NOT do: no filesystem isolation (a test can read or write anything this user can), no memory
+or process-count limits, no protection against code that deliberately escapes (use the ``docker``
+sandbox for untrusted patches).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import fcntl
+import io
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from generators.sources import normalise_name
+from sandboxes.process import run_capture
+from sandboxes.protocol import CoverageContexts, RunOutput, RunRequest
+from taskforge.environment import EnvSpec, PreparedEnv
+from taskforge.errors import EnvironmentBuildError
+from taskforge.settings import Settings
+from taskforge.testreport import TestReport
+
+RUNNER = Path(__file__).with_name("pytest_runner.py")
+READY_MARKER = ".taskforge-ready.json"
+_LOG_TAIL = 6000
+_BASE_REQUIREMENTS = ("pytest", "coverage>=7.4")
+
+
+class LocalSandbox:
+    """Virtualenv + subprocess backend of the ``Sandbox`` protocol (see the module docstring)."""
+
+    name = "local"
+
+    def __init__(self, settings: Settings | None = None, *, isolate_network: bool = True) -> None:
+        self.settings = settings or Settings.load()
+        self.envs_dir = Path(self.settings.work_dir) / "envs"
+        self._isolate_network = isolate_network
+        self._netns: bool | None = None
+
+    # --- environment ---------------------------------------------------------------------------
+    def prepare(self, spec: EnvSpec, repo_dir: Path) -> PreparedEnv:
+        venv = self.envs_dir / spec.key
+        self.envs_dir.mkdir(parents=True, exist_ok=True)
+        with _file_lock(self.envs_dir / f"{spec.key}.lock"):
+            marker = venv / READY_MARKER
+            if marker.is_file():
+                try:
+                    env = PreparedEnv.from_dict(json.loads(marker.read_text()))
+                    _install_runner(venv)
+                    return env
+                except (ValueError, KeyError):
+                    pass  # a damaged marker: rebuild
+            return self._build(spec, Path(repo_dir), venv)
+
+    def _build(self, spec: EnvSpec, repo_dir: Path, venv: Path) -> PreparedEnv:
+        start = time.monotonic()
+        shutil.rmtree(venv, ignore_errors=True)
+        log: list[str] = []
+        self._step(["venv"], [self.settings.python, "-m", "venv", str(venv)], 300, log, spec)
+        py = str(venv / "bin" / "python")
+        build = Path(tempfile.mkdtemp(prefix=f".build-{spec.key}-", dir=self.envs_dir))
+        try:
+            # pip may write build/ and *.egg-info into the tree it installs: give it a copy
+            tree = build / "tree"
+            shutil.copytree(repo_dir, tree, ignore=shutil.ignore_patterns(".git"), symlinks=True)
+            reqs = build / "requirements.txt"
+            reqs.write_text("\n".join((*spec.requirements, *_BASE_REQUIREMENTS)) + "\n")
+            argv = [py, "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+                    "--progress-bar", "off", "-r", str(reqs)]
+            if spec.install_target:
+                path, _, extras = spec.install_target.partition("[")
+                argv.append(str((tree / path).resolve()) + (f"[{extras}" if extras else ""))
+            shown = " ".join(["pip install", *spec.requirements, *_BASE_REQUIREMENTS, spec.install_target])
+            self._step([shown], argv, self.settings.install_timeout_s, log, spec)
+        finally:
+            shutil.rmtree(build, ignore_errors=True)
+        removed = strip_project_code(venv, spec) if spec.install_target else []
+        log.append(f"$ (taskforge) removed {len(removed)} installed files of {spec.project_name}")
+        rc, frozen = run_capture([py, "-m", "pip", "freeze", "--disable-pip-version-check"], 120)
+        project = normalise_name(spec.project_name)
+        frozen_lines = tuple(ln for ln in frozen.splitlines()
+                             if ln.strip() and normalise_name(ln.split("==")[0].split(" @ ")[0]) != project)
+        rc, version = run_capture([py, "-c", "import platform; print(platform.python_version())"], 60)
+        _install_runner(venv)
+        env = PreparedEnv(
+            spec=spec, backend="local", location=str(venv), python_version=version.strip(),
+            frozen=frozen_lines, install_log="\n".join(log)[-_LOG_TAIL:],
+            build_seconds=round(time.monotonic() - start, 3),
+            extra={"install_command": shown, "removed_files": str(len(removed))},
+        )
+        tmp = venv / (READY_MARKER + ".tmp")
+        tmp.write_text(json.dumps(env.to_dict(), indent=2))
+        os.replace(tmp, venv / READY_MARKER)  # written last: its presence means "complete"
+        return env
+
+    def _step(self, label: list[str], argv: list[str], timeout: float, log: list[str], spec: EnvSpec) -> None:
+        rc, out = run_capture(argv, timeout, env=_build_env(self.settings), tail=200_000)
+        log.append(f"$ {' '.join(label)}\n{out[-_LOG_TAIL:]}")
+        if rc == 0:
+            return
+        what = f"timed out after {timeout:.0f}s" if rc is None else f"exit {rc}"
+        errors = [ln.strip() for ln in out.splitlines() if ln.strip().startswith(("ERROR", "error:"))]
+        detail = errors[-1] if errors else (out.strip().splitlines() or ["no output"])[-1]
+        raise EnvironmentBuildError(
+            f"installing {spec.project_name} failed ({what}): {detail[:300]} "
+            f"(ran: {' '.join(label)}); check the project's install metadata or add the missing requirement"
+        )
+
+    # --- test runs -----------------------------------------------------------------------------
+    @property
+    def network_isolated(self) -> bool:
+        """Whether runs get no network (``unshare -rn`` works here); probed once."""
+        if self._netns is None:
+            self._netns = False
+            if self._isolate_network and shutil.which("unshare"):
+                rc, _ = run_capture(["unshare", "-rn", "true"], 10)
+                self._netns = rc == 0
+        return self._netns
+
+    def run(self, env: PreparedEnv, workspace: Path, request: RunRequest) -> RunOutput:
+        start = time.monotonic()
+        workspace = Path(workspace).resolve()
+        venv = Path(env.location)
+        runner = _install_runner(venv)
+        scratch = Path(tempfile.mkdtemp(prefix="taskforge-run-"))
+        try:
+            (scratch / "home").mkdir()
+            (scratch / "tmp").mkdir()
+            req = build_request(env.spec, workspace, request, scratch)
+            (scratch / "request.json").write_text(json.dumps(req))
+            argv = [str(venv / "bin" / "python"), str(runner), str(scratch / "request.json")]
+            if self.network_isolated:
+                argv = ["unshare", "-rn", *argv]
+            child_env = run_env(env.spec, workspace, venv, scratch, request.env)
+            rc, tail = run_capture(argv, request.timeout_s, cwd=workspace, env=child_env, tail=_LOG_TAIL)
+            elapsed = time.monotonic() - start
+            report = read_report(Path(req["report_path"]), rc, elapsed, tail)
+            coverage = read_coverage(Path(req["coverage_json"])) if request.coverage and rc is not None else None
+            return RunOutput(report=report, coverage=coverage, seconds=round(time.monotonic() - start, 3))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+# --- pieces shared with other backends (the docker sandbox builds the same request) -----------------
+
+def build_request(spec: EnvSpec, workspace: Path, request: RunRequest, scratch: Path) -> dict[str, Any]:
+    """The runner's request.json for ``request`` (paths as seen by the runner)."""
+    return {
+        "args": [*spec.pytest_args, *(request.tests or spec.test_paths)],
+        "report_path": str(scratch / "report.json"),
+        "coverage": request.coverage,
+        "coverage_source": [str(workspace / d) for d in spec.package_dirs] or [str(workspace)],
+        "coverage_json": str(scratch / "coverage.json"),
+        "collect_only": request.collect_only,
+        "xdist_workers": request.xdist_workers,
+        "canaries": request.canaries,
+    }
+
+
+def run_env(spec: EnvSpec, workspace: Path, venv: Path, scratch: Path,
+            extra: Mapping[str, str]) -> dict[str, str]:
+    """The whole environment of a test run: nothing of the parent's leaks in."""
+    env = {
+        "PATH": f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(scratch / "home"),
+        "TMPDIR": str(scratch / "tmp"),
+        "VIRTUAL_ENV": str(venv),
+        "PYTHONHASHSEED": "0",
+        "TZ": "UTC",
+        "LC_ALL": "C.UTF-8",
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPATH": os.pathsep.join(str((workspace / r).resolve()) for r in spec.src_roots),
+    }
+    env.update(extra)
+    return env
+
+
+def read_report(path: Path, rc: int | None, elapsed: float, tail: str) -> TestReport:
+    """The runner's report, or a crashed report when it is missing, malformed or the run timed out."""
+    if rc is None:
+        return TestReport.crashed(exit_code=-9, duration=elapsed, output_tail=tail, timed_out=True)
+    try:
+        report = TestReport.from_dict(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError):
+        return TestReport.crashed(exit_code=rc, duration=elapsed, output_tail=tail)
+    return TestReport(report.results, report.exit_code, report.duration, False, report.collection_errors,
+                      tail, report.flags)
+
+
+def read_coverage(path: Path) -> CoverageContexts | None:
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return {f: {int(ln): tuple(ids) for ln, ids in lines.items()} for f, lines in raw.items()}
+
+
+def strip_project_code(venv: Path, spec: EnvSpec) -> list[str]:
+    """Delete the project's own installed files from site-packages, keeping its ``.dist-info``.
+
+    ``RECORD`` is rewritten to list only what remains. Returns the removed paths (site-packages-relative).
+    """
+    project = normalise_name(spec.project_name)
+    removed: list[str] = []
+    for site in sorted(venv.glob("lib/python*/site-packages")):
+        for dist_info in sorted(site.glob("*.dist-info")):
+            if normalise_name(dist_info.name[: -len(".dist-info")].rsplit("-", 1)[0]) != project:
+                continue
+            record = dist_info / "RECORD"
+            rows = list(csv.reader(io.StringIO(record.read_text()))) if record.is_file() else []
+            kept = []
+            for row in rows:
+                if not row:
+                    continue
+                target = (site / row[0]).resolve()
+                if target.is_relative_to(dist_info.resolve()) or not target.is_relative_to(site.resolve()):
+                    kept.append(row)  # metadata, and scripts outside site-packages (bin/ wrappers)
+                    continue
+                if target.is_file() or target.is_symlink():
+                    target.unlink()
+                    removed.append(row[0])
+                _prune_empty(target.parent, site)
+            buf = io.StringIO()
+            csv.writer(buf, lineterminator="\n").writerows(kept)
+            record.write_text(buf.getvalue())
+        for d in spec.package_dirs:  # anything left behind by a non-standard installer
+            for leftover in (site / Path(d).name, site / f"{Path(d).stem}.py"):
+                if leftover.is_dir():
+                    shutil.rmtree(leftover)
+                    removed.append(leftover.name + "/")
+                elif leftover.is_file() and leftover.suffix == ".py":
+                    leftover.unlink()
+                    removed.append(leftover.name)
+    return removed
+
+
+def _prune_empty(d: Path, stop: Path) -> None:
+    stop = stop.resolve()
+    while d != stop and d.is_relative_to(stop):
+        pycache = d / "__pycache__"
+        if pycache.is_dir() and not any(p.suffix != ".pyc" for p in pycache.iterdir()):
+            shutil.rmtree(pycache, ignore_errors=True)
+        try:
+            d.rmdir()
+        except OSError:
+            return
+        d = d.parent
+
+
+def _install_runner(venv: Path) -> Path:
+    """Copy the runner into its own folder of the venv (its folder lands on sys.path: keep it alone)."""
+    target = venv / "taskforge-runner" / "pytest_runner.py"
+    src = RUNNER.read_bytes()
+    if not target.is_file() or target.read_bytes() != src:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(src)
+        os.replace(tmp, target)
+    return target
+
+
+def _build_env(settings: Settings) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    if ca := settings.effective_ca_bundle:
+        env.setdefault("PIP_CERT", ca)
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return env
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
