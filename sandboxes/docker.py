@@ -1,0 +1,247 @@
+"""The ``docker`` sandbox: one environment image per repository, a fresh locked-down container per run.
+
+Everything goes through the docker SDK (never the ``docker`` CLI). ``prepare`` builds or reuses the
+environment image (``sandboxes.docker_images``). ``run`` creates a container from it, copies the
+workspace in with ``put_archive`` (an in-memory tar), starts the in-sandbox runner
+(``sandboxes/pytest_runner.py``, baked into the image), waits with a wall-clock limit, reads the
+report (and coverage) back with ``get_archive`` and removes the container and its volume in every case.
+
+Threat model. The code under test is untrusted but not a kernel exploit. Each claim is checked on a
+real engine by ``tests/test_docker_threats.py``:
+
+- *Hangs*: the container is killed at ``RunRequest.timeout_s`` (``wait`` then ``kill``); the report
+  says ``timed_out``. Bound: timeout + a few seconds.
+- *Fork bombs*: ``pids_limit`` (``Settings.docker_pids``) caps the processes of the container.
+- *Memory hogs*: ``mem_limit`` = ``memswap_limit`` (``Settings.docker_memory``, no swap); the kernel's
+  OOM killer stops the hog and the report carries the flag ``oom_killed``. ``/tmp`` is a tmpfs whose
+  pages count against the same limit. CPU: ``nano_cpus`` (``Settings.docker_cpus``).
+- *Network*: ``network_mode="none"``: only a loopback interface, no route out, no DNS.
+- *Writes outside the workspace*: the root filesystem is read-only; only ``/sandbox`` (a volume made
+  for this run, holding ``workspace/`` and ``io/``) and the tmpfs ``/tmp`` are writable.
+- *Privilege*: non-root user 65534, every capability dropped, ``no-new-privileges``.
+- *Leftovers and cross-talk*: each run has its own container and anonymous volume, both removed in a
+  ``finally`` (also when the run raised or timed out); concurrent runs share no writable path.
+
+Not protected against: kernel or container-runtime escapes (the container shares the host kernel; use
+gVisor/Kata via the daemon's runtime for that), disk filling inside the run's volume (bounded only by
+the host disk and the timeout), side channels (timing, CPU load of neighbours), and a test that
+forges its own report from inside the run: that is the reward path's job (canaries, ``flags``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import tarfile
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+import requests.exceptions
+from docker.types import Mount
+
+from sandboxes.docker_images import MOUNT, RUNNER, VENV, EnvImages, read_file, tar_bytes, tar_directory
+from sandboxes.protocol import CoverageContexts, RunOutput, RunRequest
+from taskforge.environment import EnvSpec, PreparedEnv
+from taskforge.errors import SandboxError
+from taskforge.settings import Settings
+from taskforge.testreport import TestReport
+
+USER_ID = 65534  # "nobody" in Debian and in python:*-slim
+WORKSPACE = f"{MOUNT}/workspace"
+IO_DIR = f"{MOUNT}/io"
+RUN_LABEL = "taskforge.run"  # every run container carries it (value: a fresh id), for audits
+TMP_SIZE = "256m"
+OUTPUT_TAIL = 4000
+KILL_GRACE_S = 10.0
+
+
+def docker_client(timeout_s: float = 120.0) -> docker.DockerClient:
+    """A client that has answered a ping; ``SandboxError`` with what to do otherwise."""
+    try:
+        client = docker.from_env(timeout=int(timeout_s))
+        client.ping()
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        raise SandboxError(f"no Docker daemon answers ({exc}); start dockerd "
+                           "(sandboxes/scripts/setup_host.sh does) or use --sandbox local") from exc
+    return client
+
+
+def docker_available() -> bool:
+    try:
+        docker_client(timeout_s=10).close()
+    except SandboxError:
+        return False
+    return True
+
+
+class DockerSandbox:
+    """``Sandbox`` backed by a Docker engine. See the module docstring for the threat model."""
+
+    name = "docker"
+
+    def __init__(self, settings: Settings | None = None, client: docker.DockerClient | None = None) -> None:
+        self.settings = settings or Settings.load()
+        self.client = client or docker_client()
+        self.images = EnvImages(self.client, self.settings)
+
+    # --- Sandbox protocol -------------------------------------------------------------------------
+    def prepare(self, spec: EnvSpec, repo_dir: Path) -> PreparedEnv:
+        return self.images.ensure(spec, repo_dir)
+
+    def run(self, env: PreparedEnv, workspace: Path, request: RunRequest) -> RunOutput:
+        started = time.monotonic()
+        if env.backend != "docker":
+            raise SandboxError(f"environment {env.location} was prepared by the {env.backend!r} sandbox; "
+                               "prepare it with the docker sandbox")
+        if not workspace.is_dir():
+            raise SandboxError(f"workspace {workspace} is not a directory")
+        container = self._create(env, request)
+        try:
+            self._copy_in(container, workspace, self.request_payload(env.spec, request))
+            report, coverage = self._execute(container, request)
+        finally:
+            self._remove(container)
+        return RunOutput(report=report, coverage=coverage, seconds=time.monotonic() - started)
+
+    # --- pieces of a run ------------------------------------------------------------------------
+    @staticmethod
+    def request_payload(spec: EnvSpec, request: RunRequest) -> dict[str, Any]:
+        """The runner's request.json (see ``sandboxes/pytest_runner.py``), with container paths."""
+        args = [*(request.tests or spec.test_paths), *spec.pytest_args]
+        return {
+            "args": args,
+            "report_path": f"{IO_DIR}/report.json",
+            "coverage": request.coverage,
+            "coverage_source": list(spec.package_dirs or spec.src_roots),
+            "coverage_json": f"{IO_DIR}/coverage.json",
+            "collect_only": request.collect_only,
+            "canaries": request.canaries,
+            "xdist_workers": request.xdist_workers,
+        }
+
+    def environment(self, spec: EnvSpec, request: RunRequest) -> dict[str, str]:
+        roots = [WORKSPACE if r in (".", "") else f"{WORKSPACE}/{r.strip('/')}" for r in spec.src_roots]
+        return {
+            "PATH": f"{VENV}/bin:/usr/local/bin:/usr/bin:/bin",
+            "PYTHONHASHSEED": "0",
+            "TZ": "UTC",
+            "HOME": "/tmp",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONPATH": ":".join(roots),
+            "LC_ALL": "C.UTF-8",
+            **dict(request.env),
+        }
+
+    def _create(self, env: PreparedEnv, request: RunRequest) -> Any:
+        s = self.settings
+        try:
+            return self.client.containers.create(
+                env.location,
+                [f"{VENV}/bin/python", RUNNER, f"{IO_DIR}/request.json"],
+                working_dir=WORKSPACE,
+                environment=self.environment(env.spec, request),
+                user=f"{USER_ID}:{USER_ID}",
+                network_mode="none",
+                mem_limit=s.docker_memory,
+                memswap_limit=s.docker_memory,
+                pids_limit=s.docker_pids,
+                nano_cpus=int(s.docker_cpus * 1e9),
+                read_only=True,
+                mounts=[Mount(target=MOUNT, source=None, type="volume")],
+                tmpfs={"/tmp": f"rw,nosuid,nodev,size={TMP_SIZE},mode=1777"},
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                ipc_mode="private",
+                labels={RUN_LABEL: uuid.uuid4().hex},
+                detach=True,
+            )
+        except docker.errors.ImageNotFound as exc:
+            raise SandboxError(f"environment image {env.location} is gone; prepare the environment again") from exc
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"cannot create a container from {env.location}: {exc.explanation or exc}") from exc
+
+    def _copy_in(self, container: Any, workspace: Path, payload: Mapping[str, Any]) -> None:
+        container.put_archive(MOUNT, tar_directory(workspace, "workspace", uid=USER_ID))
+        io_tar = tar_bytes({"io/request.json": json.dumps(payload).encode()}, uid=USER_ID)
+        container.put_archive(MOUNT, _with_dir(io_tar, "io", USER_ID))
+
+    def _execute(self, container: Any, request: RunRequest) -> tuple[TestReport, CoverageContexts | None]:
+        started = time.monotonic()
+        container.start()
+        timed_out = False
+        try:
+            container.wait(timeout=max(1.0, request.timeout_s))
+        except requests.exceptions.RequestException:
+            timed_out = True
+            _kill(container)
+            container.wait(timeout=KILL_GRACE_S)
+        duration = time.monotonic() - started
+        container.reload()
+        state = container.attrs.get("State", {})
+        exit_code = int(state.get("ExitCode", -1))
+        oom = bool(state.get("OOMKilled"))
+        logs = container.logs(stdout=True, stderr=True, tail=200).decode("utf-8", "replace")[-OUTPUT_TAIL:]
+        report = None if timed_out else _read_report(container)
+        if report is None:
+            why = (f"timed out after {request.timeout_s:.0f}s, killed" if timed_out
+                   else f"runner exited {exit_code} without a report")
+            if oom:
+                why += f"; out of memory (limit {self.settings.docker_memory}), killed"
+            report = TestReport.crashed(exit_code=exit_code, duration=duration, timed_out=timed_out,
+                                        output_tail=f"{logs}\n[taskforge: {why}]".lstrip())
+        elif not report.output_tail:
+            report = _replace(report, output_tail=logs)
+        if oom:
+            report = _replace(report, flags=(*report.flags, "oom_killed"))
+        coverage = _read_coverage(container) if request.coverage and not timed_out else None
+        return report, coverage
+
+    def _remove(self, container: Any) -> None:
+        try:
+            container.remove(force=True, v=True)
+        except docker.errors.NotFound:
+            pass
+
+
+def _kill(container: Any) -> None:
+    try:
+        container.kill()
+    except docker.errors.APIError:  # exited between the timeout and the kill
+        pass
+
+
+def _with_dir(tar_data: bytes, name: str, uid: int) -> bytes:
+    """Prepend a directory entry owned by ``uid`` (so the runner can write its report there)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as out, tarfile.open(fileobj=io.BytesIO(tar_data)) as src:
+        d = tarfile.TarInfo(name)
+        d.type, d.mode, d.uid, d.gid, d.mtime = tarfile.DIRTYPE, 0o755, uid, uid, int(time.time())
+        out.addfile(d)
+        for member in src.getmembers():
+            out.addfile(member, src.extractfile(member))
+    return buf.getvalue()
+
+
+def _read_report(container: Any) -> TestReport | None:
+    try:
+        return TestReport.from_dict(json.loads(read_file(container, f"{IO_DIR}/report.json")))
+    except (docker.errors.NotFound, FileNotFoundError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _read_coverage(container: Any) -> CoverageContexts | None:
+    try:
+        raw = json.loads(read_file(container, f"{IO_DIR}/coverage.json"))
+    except (docker.errors.NotFound, FileNotFoundError, ValueError):
+        return None
+    return {path: {int(line): tuple(ids) for line, ids in lines.items()} for path, lines in raw.items()}
+
+
+def _replace(report: TestReport, **changes: Any) -> TestReport:
+    return dataclasses.replace(report, **changes)

@@ -1,0 +1,266 @@
+"""Environment images: one per repository and ``EnvSpec``, tagged ``taskforge-env:<content hash>``.
+
+An environment image is the base image plus a virtualenv (``/opt/taskforge/venv``) holding the
+repository's pinned dependencies, pytest and coverage, plus the in-sandbox runner. It holds **none of
+the repository's own source**: no installed copy, no wheel, no cache. Two steps:
+
+1. *resolve*: in a throwaway container (network on, removed afterwards) the repository is copied in
+   and ``pip install --dry-run --report`` resolves ``install_target`` + ``requirements`` + the test
+   tooling to exact ``name==version`` pins; the project itself is dropped from the list and only its
+   name, version and dependency metadata are kept (for a source-free ``.dist-info`` stub, so that
+   ``importlib.metadata.version(project)`` works as in an installed checkout).
+2. *build*: a two-stage Dockerfile (``templates/env.Dockerfile``) installs the pins; the final stage
+   copies only the virtualenv, so the CA bundle (``Settings.effective_ca_bundle``, for TLS-intercepting
+   proxies) and pip's caches never reach the image.
+
+The tag hashes everything the image depends on (spec, base image id, the repository's packaging files,
+the runner, the template), so every task of a repository reuses one image. Build logs are written to
+``<work_dir>/logs/`` and named in the ``EnvironmentBuildError`` of a failed build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import string
+import tarfile
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+import requests.exceptions
+
+from taskforge.environment import EnvSpec, PreparedEnv
+from taskforge.errors import EnvironmentBuildError, SandboxError
+from taskforge.settings import Settings
+
+IMAGE_REPOSITORY = "taskforge-env"
+VENV = "/opt/taskforge/venv"
+RUNNER = "/opt/taskforge/pytest_runner.py"
+MOUNT = "/sandbox"  # run containers: a fresh volume here, holding workspace/ and io/
+LABEL = "taskforge.env"  # image label: the PreparedEnv as JSON (a cache hit needs no container)
+TEST_TOOLING = ("pytest>=8.2,<9", "coverage>=7.4,<8")
+PACKAGING_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "requirements-dev.txt",
+                   "requirements-test.txt", "requirements_dev.txt", "requirements_test.txt", "tox.ini")
+_HERE = Path(__file__).resolve().parent
+_TEMPLATE = _HERE / "templates" / "env.Dockerfile"
+_RESOLVE = _HERE / "templates" / "resolve_env.py"
+_DIST_INFO = _HERE / "templates" / "write_dist_info.py"
+_RUNNER_SRC = _HERE / "pytest_runner.py"
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """What the resolve container found: exact pins (the project excluded) and the project's metadata."""
+
+    pins: tuple[str, ...]
+    python_version: str
+    project: Mapping[str, Any]  # {"name", "version", "requires_dist"}; empty when not installable
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Resolution:
+        return cls(tuple(d["pins"]), str(d["python_version"]), dict(d.get("project") or {}))
+
+
+def env_image_tag(spec: EnvSpec, repo_dir: Path, base_image_id: str) -> str:
+    """``taskforge-env:<hash>`` of everything the image's content depends on."""
+    h = hashlib.sha256()
+    h.update(json.dumps(spec.to_dict(exclude=("notes",)), sort_keys=True).encode())
+    h.update(base_image_id.encode())
+    for path in (_TEMPLATE, _RESOLVE, _DIST_INFO, _RUNNER_SRC):
+        h.update(path.read_bytes() if path.is_file() else b"-")
+    for name in PACKAGING_FILES:
+        f = repo_dir / name
+        h.update(name.encode() + b"\0" + (f.read_bytes() if f.is_file() else b"-") + b"\0")
+    return f"{IMAGE_REPOSITORY}:{h.hexdigest()[:16]}"
+
+
+def render_dockerfile(base_image: str) -> str:
+    return string.Template(_TEMPLATE.read_text()).substitute(
+        base_image=base_image, venv=VENV, runner=RUNNER, mount=MOUNT)
+
+
+def tar_bytes(files: Mapping[str, bytes], *, uid: int = 0, mode: int = 0o644) -> bytes:
+    """An in-memory tar of ``{archive path: content}``."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.uid, info.gid, info.mtime = len(data), mode, uid, uid, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def tar_directory(root: Path, arcname: str, *, uid: int = 0, exclude: Iterable[str] = ()) -> bytes:
+    """An in-memory tar of a directory tree (symlinks kept as links), owned by ``uid``."""
+    skip = set(exclude)
+
+    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        if Path(info.name).name in skip:
+            return None
+        info.uid = info.gid = uid
+        info.uname = info.gname = ""
+        info.mode |= 0o600 if info.isfile() else (0o700 if info.isdir() else 0)
+        return info
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(str(root), arcname=arcname, recursive=True, filter=owned)
+    return buf.getvalue()
+
+
+class EnvImages:
+    """Builds and caches environment images through the docker SDK."""
+
+    def __init__(self, client: docker.DockerClient, settings: Settings) -> None:
+        self.client = client
+        self.settings = settings
+
+    def ensure(self, spec: EnvSpec, repo_dir: Path) -> PreparedEnv:
+        """The environment image of ``spec``: reused when its tag exists, else resolved and built."""
+        base_id = self.base_image_id()
+        tag = env_image_tag(spec, repo_dir, base_id)
+        cached = self.cached(tag)
+        if cached is not None:
+            return cached
+        started = time.monotonic()
+        log_path = self.settings.work_dir / "logs" / f"docker-env-{tag.split(':')[1]}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("w") as log:
+            resolution = self._resolve(spec, repo_dir, log, log_path)
+            prepared = PreparedEnv(
+                spec=spec, backend="docker", location=tag, python_version=resolution.python_version,
+                frozen=resolution.pins, install_log="", build_seconds=0.0,
+                extra={"base_image": self.settings.base_image, "base_image_id": base_id,
+                       "project": json.dumps(dict(resolution.project), sort_keys=True)},
+            )
+            self._build(tag, resolution, prepared, log, log_path)
+        tail = "\n".join(log_path.read_text().splitlines()[-30:])
+        return PreparedEnv.from_dict({**prepared.to_dict(), "install_log": tail,
+                                      "build_seconds": round(time.monotonic() - started, 3)})
+
+    def base_image_id(self) -> str:
+        base = self.settings.base_image
+        try:
+            return str(self.client.images.get(base).id)
+        except docker.errors.ImageNotFound:
+            pass
+        try:
+            return str(self.client.images.pull(base).id)
+        except docker.errors.APIError as exc:
+            raise SandboxError(
+                f"base image {base!r} is not present and cannot be pulled ({exc.explanation or exc}); "
+                "build one with `taskforge sandbox build-base` or set base_image to a reachable image"
+            ) from exc
+
+    def cached(self, tag: str) -> PreparedEnv | None:
+        try:
+            image = self.client.images.get(tag)
+        except docker.errors.ImageNotFound:
+            return None
+        label = (image.labels or {}).get(LABEL)
+        return PreparedEnv.from_dict(json.loads(label)) if label else None
+
+    def _ca_files(self) -> dict[str, bytes]:
+        ca = self.settings.effective_ca_bundle
+        return {"ca.pem": Path(ca).read_bytes()} if ca else {"ca.pem": b""}
+
+    def _resolve(self, spec: EnvSpec, repo_dir: Path, log: io.TextIOBase, log_path: Path) -> Resolution:
+        request = {"install_target": spec.install_target,
+                   "requirements": list(spec.requirements) + list(TEST_TOOLING),
+                   "project_name": spec.project_name}
+        files = {"tf/request.json": json.dumps(request).encode(), "tf/resolve_env.py": _RESOLVE.read_bytes(),
+                 **{f"tf/{k}": v for k, v in self._ca_files().items()}}
+        log.write(f"# resolve {json.dumps(request)} in {self.settings.base_image}\n")
+        container = self.client.containers.create(
+            self.settings.base_image,
+            ["sh", "-c", 'exec "$(command -v /usr/local/bin/python3 || command -v /usr/bin/python3)" '
+                         "/tf/resolve_env.py /tf/request.json /tf/out.json"],
+            working_dir="/tf/src", labels={"taskforge.role": "resolve"}, environment=_proxy_env(),
+        )
+        try:
+            container.put_archive("/", tar_bytes(files))
+            container.put_archive("/tf", tar_directory(repo_dir, "src", exclude=(".git",)))
+            container.start()
+            try:
+                status = container.wait(timeout=self.settings.install_timeout_s)
+            except requests.exceptions.RequestException:
+                container.kill()
+                raise EnvironmentBuildError(
+                    f"resolving the dependencies of {spec.project_name} ran past "
+                    f"{self.settings.install_timeout_s:.0f}s (install_timeout_s); log: {log_path}") from None
+            output = container.logs().decode(errors="replace")
+            log.write(output)
+            log.flush()
+            if status.get("StatusCode") != 0:
+                tail = " | ".join(output.strip().splitlines()[-4:])
+                raise EnvironmentBuildError(
+                    f"pip could not resolve {spec.install_target or '(no install target)'} + "
+                    f"{len(spec.requirements)} requirement(s) of {spec.project_name} in "
+                    f"{self.settings.base_image}: {tail} (full log: {log_path})")
+            return Resolution.from_dict(json.loads(read_file(container, "/tf/out.json")))
+        finally:
+            container.remove(force=True, v=True)
+
+    def _build(self, tag: str, resolution: Resolution, prepared: PreparedEnv, log: io.TextIOBase,
+               log_path: Path) -> None:
+        if not _RUNNER_SRC.is_file():
+            raise SandboxError(f"the in-sandbox runner {_RUNNER_SRC} is missing; reinstall taskforge")
+        context = tar_bytes({
+            "Dockerfile": render_dockerfile(self.settings.base_image).encode(),
+            "pytest_runner.py": _RUNNER_SRC.read_bytes(),
+            "build/requirements.txt": "".join(f"{p}\n" for p in resolution.pins).encode(),
+            "build/project.json": json.dumps({**resolution.project, "venv": VENV}).encode(),
+            "build/write_dist_info.py": _DIST_INFO.read_bytes(),
+            **{f"build/{k}": v for k, v in self._ca_files().items()},
+        })
+        log.write(f"# build {tag} ({len(resolution.pins)} pins)\n")
+        error = ""
+        deadline = time.monotonic() + self.settings.install_timeout_s
+        try:
+            for chunk in self.client.api.build(
+                fileobj=io.BytesIO(context), custom_context=True, tag=tag, rm=True, forcerm=True, pull=False,
+                decode=True, labels={LABEL: json.dumps(prepared.to_dict(), sort_keys=True)},
+                buildargs=_proxy_env(), timeout=int(self.settings.install_timeout_s),
+            ):
+                if "stream" in chunk:
+                    log.write(chunk["stream"])
+                if "error" in chunk:
+                    error = str(chunk["error"]).strip()
+                    log.write(f"ERROR: {error}\n")
+                if time.monotonic() > deadline:
+                    error = f"build ran past {self.settings.install_timeout_s:.0f}s (install_timeout_s)"
+                    break
+        except (docker.errors.APIError, docker.errors.BuildError, requests.exceptions.RequestException) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        log.flush()
+        if error:
+            log.write(f"ERROR: {error}\n")
+            raise EnvironmentBuildError(
+                f"building environment image {tag} for {prepared.spec.project_name} failed: "
+                f"{error.splitlines()[-1][:300]} (full log: {log_path})")
+
+
+def read_file(container: Any, path: str) -> bytes:
+    """One regular file out of a (possibly stopped) container, through ``get_archive``."""
+    stream, _ = container.get_archive(path)
+    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+        member = tar.next()
+        if member is None or not member.isfile():
+            raise FileNotFoundError(path)
+        extracted = tar.extractfile(member)
+        assert extracted is not None
+        return extracted.read()
+
+
+def _proxy_env() -> dict[str, str]:
+    """The host's proxy settings, for the containers and builds that reach the package index."""
+    keys = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+            "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_DEFAULT_TIMEOUT")
+    return {k: v for k in keys if (v := os.environ.get(k)) and "file://" not in v}

@@ -1,0 +1,25 @@
+# Environment image of one repository; sandboxes/docker_images.py fills the placeholders (string.Template).
+# Holds the pinned dependencies, pytest, coverage and the in-sandbox runner: none of the repository's
+# own source (the per-task workspace is copied into each run's container).
+# Stage 1 installs with the CA bundle at hand; stage 2 copies only the virtualenv, so the bundle and
+# pip's caches stay out of the image.
+FROM $base_image AS build
+COPY build/ /tf/
+RUN set -eu; \
+    PY="$$(command -v /usr/local/bin/python3 || command -v /usr/bin/python3 || command -v python3)"; \
+    "$$PY" -m venv $venv; \
+    if [ -s /tf/ca.pem ]; then export PIP_CERT=/tf/ca.pem SSL_CERT_FILE=/tf/ca.pem; fi; \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 $venv/bin/python -m pip install --no-cache-dir --no-input \
+        --progress-bar off -r /tf/requirements.txt; \
+    $venv/bin/python /tf/write_dist_info.py /tf/project.json; \
+    find $venv -name __pycache__ -prune -exec rm -rf {} +
+
+FROM $base_image
+COPY --from=build $venv $venv
+COPY pytest_runner.py $runner
+ENV PATH=$venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    LC_ALL=C.UTF-8 \
+    PYTHONDONTWRITEBYTECODE=1
+RUN mkdir -p $mount && chmod 0755 $mount
+WORKDIR $mount
+USER 65534:65534
