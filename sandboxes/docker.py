@@ -31,9 +31,7 @@ forges its own report from inside the run: that is the reward path's job (canari
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
-import tarfile
 import time
 import uuid
 from collections.abc import Mapping
@@ -46,6 +44,7 @@ import requests.exceptions
 from docker.types import Mount
 
 from sandboxes.docker_images import MOUNT, RUNNER, VENV, EnvImages, read_file, tar_bytes, tar_directory
+from sandboxes.local import build_request, run_env
 from sandboxes.protocol import CoverageContexts, RunOutput, RunRequest
 from taskforge.environment import EnvSpec, PreparedEnv
 from taskforge.errors import SandboxError
@@ -112,31 +111,16 @@ class DockerSandbox:
     # --- pieces of a run ------------------------------------------------------------------------
     @staticmethod
     def request_payload(spec: EnvSpec, request: RunRequest) -> dict[str, Any]:
-        """The runner's request.json (see ``sandboxes/pytest_runner.py``), with container paths."""
-        args = [*(request.tests or spec.test_paths), *spec.pytest_args]
-        return {
-            "args": args,
-            "report_path": f"{IO_DIR}/report.json",
-            "coverage": request.coverage,
-            "coverage_source": list(spec.package_dirs or spec.src_roots),
-            "coverage_json": f"{IO_DIR}/coverage.json",
-            "collect_only": request.collect_only,
-            "canaries": request.canaries,
-            "xdist_workers": request.xdist_workers,
-        }
+        """The runner's request.json, built as the local sandbox builds it (container paths)."""
+        return build_request(spec, Path(WORKSPACE), request, Path(IO_DIR))
 
-    def environment(self, spec: EnvSpec, request: RunRequest) -> dict[str, str]:
-        roots = [WORKSPACE if r in (".", "") else f"{WORKSPACE}/{r.strip('/')}" for r in spec.src_roots]
-        return {
-            "PATH": f"{VENV}/bin:/usr/local/bin:/usr/bin:/bin",
-            "PYTHONHASHSEED": "0",
-            "TZ": "UTC",
-            "HOME": "/tmp",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONPATH": ":".join(roots),
-            "LC_ALL": "C.UTF-8",
-            **dict(request.env),
-        }
+    @staticmethod
+    def environment(spec: EnvSpec, request: RunRequest) -> dict[str, str]:
+        """The run's whole environment, as the local sandbox sets it; scratch HOME/TMPDIR = the tmpfs."""
+        env = run_env(spec, Path(WORKSPACE), Path(VENV), Path("/tmp"), {})
+        env.update(HOME="/tmp", TMPDIR="/tmp")
+        env.update(request.env)
+        return env
 
     def _create(self, env: PreparedEnv, request: RunRequest) -> Any:
         s = self.settings
@@ -168,8 +152,8 @@ class DockerSandbox:
 
     def _copy_in(self, container: Any, workspace: Path, payload: Mapping[str, Any]) -> None:
         container.put_archive(MOUNT, tar_directory(workspace, "workspace", uid=USER_ID))
-        io_tar = tar_bytes({"io/request.json": json.dumps(payload).encode()}, uid=USER_ID)
-        container.put_archive(MOUNT, _with_dir(io_tar, "io", USER_ID))
+        container.put_archive(MOUNT, tar_bytes({"io/request.json": json.dumps(payload).encode()},
+                                               uid=USER_ID, dirs=("io",)))
 
     def _execute(self, container: Any, request: RunRequest) -> tuple[TestReport, CoverageContexts | None]:
         started = time.monotonic()
@@ -214,18 +198,6 @@ def _kill(container: Any) -> None:
         container.kill()
     except docker.errors.APIError:  # exited between the timeout and the kill
         pass
-
-
-def _with_dir(tar_data: bytes, name: str, uid: int) -> bytes:
-    """Prepend a directory entry owned by ``uid`` (so the runner can write its report there)."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as out, tarfile.open(fileobj=io.BytesIO(tar_data)) as src:
-        d = tarfile.TarInfo(name)
-        d.type, d.mode, d.uid, d.gid, d.mtime = tarfile.DIRTYPE, 0o755, uid, uid, int(time.time())
-        out.addfile(d)
-        for member in src.getmembers():
-            out.addfile(member, src.extractfile(member))
-    return buf.getvalue()
 
 
 def _read_report(container: Any) -> TestReport | None:

@@ -7,8 +7,8 @@ the repository's own source**: no installed copy, no wheel, no cache. Two steps:
 1. *resolve*: in a throwaway container (network on, removed afterwards) the repository is copied in
    and ``pip install --dry-run --report`` resolves ``install_target`` + ``requirements`` + the test
    tooling to exact ``name==version`` pins; the project itself is dropped from the list and only its
-   name, version and dependency metadata are kept (for a source-free ``.dist-info`` stub, so that
-   ``importlib.metadata.version(project)`` works as in an installed checkout).
+   ``.dist-info`` is kept (metadata only, ``RECORD`` cut down), so that ``importlib.metadata`` (version,
+   entry points) answers as in an installed checkout, and as in the local sandbox.
 2. *build*: a two-stage Dockerfile (``templates/env.Dockerfile``) installs the pins; the final stage
    copies only the virtualenv, so the CA bundle (``Settings.effective_ca_bundle``, for TLS-intercepting
    proxies) and pip's caches never reach the image.
@@ -42,16 +42,16 @@ from taskforge.settings import Settings
 
 IMAGE_REPOSITORY = "taskforge-env"
 VENV = "/opt/taskforge/venv"
-RUNNER = "/opt/taskforge/pytest_runner.py"
+RUNNER = "/opt/taskforge/runner/pytest_runner.py"  # alone in its folder (that lands on sys.path)
 MOUNT = "/sandbox"  # run containers: a fresh volume here, holding workspace/ and io/
 LABEL = "taskforge.env"  # image label: the PreparedEnv as JSON (a cache hit needs no container)
-TEST_TOOLING = ("pytest>=8.2,<9", "coverage>=7.4,<8")
+TEST_TOOLING = ("pytest", "coverage>=7.4")  # as the local sandbox installs them: same versions
 PACKAGING_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "requirements-dev.txt",
                    "requirements-test.txt", "requirements_dev.txt", "requirements_test.txt", "tox.ini")
 _HERE = Path(__file__).resolve().parent
 _TEMPLATE = _HERE / "templates" / "env.Dockerfile"
 _RESOLVE = _HERE / "templates" / "resolve_env.py"
-_DIST_INFO = _HERE / "templates" / "write_dist_info.py"
+_DIST_INFO = _HERE / "templates" / "install_dist_info.py"
 _RUNNER_SRC = _HERE / "pytest_runner.py"
 
 
@@ -61,11 +61,12 @@ class Resolution:
 
     pins: tuple[str, ...]
     python_version: str
-    project: Mapping[str, Any]  # {"name", "version", "requires_dist"}; empty when not installable
+    project: Mapping[str, Any]  # {"name", "version"}; empty when not installable
+    dist_info: bytes = b""  # tar of "dist-info/<name>-<version>.dist-info/..." (metadata only)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Resolution:
-        return cls(tuple(d["pins"]), str(d["python_version"]), dict(d.get("project") or {}))
+    def from_dict(cls, d: Mapping[str, Any], dist_info: bytes = b"") -> Resolution:
+        return cls(tuple(d["pins"]), str(d["python_version"]), dict(d.get("project") or {}), dist_info)
 
 
 def env_image_tag(spec: EnvSpec, repo_dir: Path, base_image_id: str) -> str:
@@ -86,14 +87,27 @@ def render_dockerfile(base_image: str) -> str:
         base_image=base_image, venv=VENV, runner=RUNNER, mount=MOUNT)
 
 
-def tar_bytes(files: Mapping[str, bytes], *, uid: int = 0, mode: int = 0o644) -> bytes:
-    """An in-memory tar of ``{archive path: content}``."""
+def tar_bytes(files: Mapping[str, bytes], *, uid: int = 0, mode: int = 0o644, dirs: Iterable[str] = (),
+              extra_tar: bytes = b"", extra_prefix: str = "") -> bytes:
+    """An in-memory tar of ``dirs`` (owned by ``uid``), ``{archive path: content}`` and the members of
+    ``extra_tar`` (renamed with ``extra_prefix``)."""
     buf = io.BytesIO()
+    now = int(time.time())
     with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name in dirs:
+            info = tarfile.TarInfo(name)
+            info.type, info.mode, info.uid, info.gid, info.mtime = tarfile.DIRTYPE, 0o755, uid, uid, now
+            tar.addfile(info)
         for name, data in files.items():
             info = tarfile.TarInfo(name)
-            info.size, info.mode, info.uid, info.gid, info.mtime = len(data), mode, uid, uid, int(time.time())
+            info.size, info.mode, info.uid, info.gid, info.mtime = len(data), mode, uid, uid, now
             tar.addfile(info, io.BytesIO(data))
+        if extra_tar:
+            with tarfile.open(fileobj=io.BytesIO(extra_tar)) as src:
+                for member in src.getmembers():
+                    data = src.extractfile(member) if member.isfile() else None
+                    member.name = extra_prefix + member.name
+                    tar.addfile(member, data)
     return buf.getvalue()
 
 
@@ -204,7 +218,8 @@ class EnvImages:
                     f"pip could not resolve {spec.install_target or '(no install target)'} + "
                     f"{len(spec.requirements)} requirement(s) of {spec.project_name} in "
                     f"{self.settings.base_image}: {tail} (full log: {log_path})")
-            return Resolution.from_dict(json.loads(read_file(container, "/tf/out.json")))
+            stream, _ = container.get_archive("/tf/out/dist-info")
+            return Resolution.from_dict(json.loads(read_file(container, "/tf/out.json")), b"".join(stream))
         finally:
             container.remove(force=True, v=True)
 
@@ -216,10 +231,9 @@ class EnvImages:
             "Dockerfile": render_dockerfile(self.settings.base_image).encode(),
             "pytest_runner.py": _RUNNER_SRC.read_bytes(),
             "build/requirements.txt": "".join(f"{p}\n" for p in resolution.pins).encode(),
-            "build/project.json": json.dumps({**resolution.project, "venv": VENV}).encode(),
-            "build/write_dist_info.py": _DIST_INFO.read_bytes(),
+            "build/install_dist_info.py": _DIST_INFO.read_bytes(),
             **{f"build/{k}": v for k, v in self._ca_files().items()},
-        })
+        }, extra_tar=resolution.dist_info, extra_prefix="build/")
         log.write(f"# build {tag} ({len(resolution.pins)} pins)\n")
         error = ""
         deadline = time.monotonic() + self.settings.install_timeout_s

@@ -11,7 +11,7 @@ RUN set -eu; \
     if [ -s /tf/ca.pem ]; then export PIP_CERT=/tf/ca.pem SSL_CERT_FILE=/tf/ca.pem; fi; \
     PIP_DISABLE_PIP_VERSION_CHECK=1 $venv/bin/python -m pip install --no-cache-dir --no-input \
         --progress-bar off -r /tf/requirements.txt; \
-    $venv/bin/python /tf/write_dist_info.py /tf/project.json; \
+    $venv/bin/python /tf/install_dist_info.py /tf/dist-info; \
     find $venv -name __pycache__ -prune -exec rm -rf {} +
 
 FROM $base_image

@@ -4,12 +4,16 @@
 
 request: {"install_target": ".[tests]" | "", "requirements": [...], "project_name": "..."}; the
 repository is the current directory. Writes {"pins": ["name==version", ...], "python_version": "3.11.2",
-"project": {"name", "version", "requires_dist"}}: the project itself is never in "pins".
+"project": {"name", "version"}}: the project itself is never in "pins". When there is an install target,
+the project is also installed (without dependencies) into this throwaway venv, and its ``.dist-info``
+alone (``RECORD`` cut down to the metadata, no module) is left in /tf/out/dist-info for the image.
 """
 
+import csv
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import venv
@@ -37,10 +41,27 @@ for item in report["install"]:
     url = item.get("download_info", {}).get("url", "")
     local = url.startswith("file://") and "dir_info" in item.get("download_info", {})
     if local or canonical(meta["name"]) == canonical(request["project_name"]):
-        project = {"name": meta["name"], "version": meta["version"],
-                   "requires_dist": meta.get("requires_dist", []), "requires_python": meta.get("requires_python", "")}
+        project = {"name": meta["name"], "version": meta["version"]}
         continue
     pins.append(f"{meta['name']}=={meta['version']}")
+os.makedirs("/tf/out/dist-info", exist_ok=True)
+if project and request["install_target"]:
+    cmd = ["/tf/venv/bin/python", "-m", "pip", "install", "--no-deps", "--no-cache-dir", "--progress-bar", "off",
+           request["install_target"]]
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, env=env, check=True)
+    site = subprocess.run(["/tf/venv/bin/python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    for entry in sorted(os.listdir(site)):
+        if entry.endswith(".dist-info") and canonical(entry[:-10].rsplit("-", 1)[0]) == canonical(project["name"]):
+            shutil.copytree(os.path.join(site, entry), os.path.join("/tf/out/dist-info", entry))
+            record = os.path.join("/tf/out/dist-info", entry, "RECORD")
+            rows = list(csv.reader(open(record))) if os.path.exists(record) else []
+            with open(record, "w", newline="") as fh:
+                csv.writer(fh, lineterminator="\n").writerows(r for r in rows if r and r[0].startswith(entry + "/"))
+            for leftover in os.listdir(os.path.join("/tf/out/dist-info", entry)):
+                if leftover == "direct_url.json":  # names the build path, nothing the tests need
+                    os.unlink(os.path.join("/tf/out/dist-info", entry, leftover))
 json.dump({"pins": sorted(pins, key=str.lower), "python_version": platform.python_version(), "project": project},
           open(sys.argv[2], "w"))
 print(f"resolved {len(pins)} pins; project: {project.get('name', '-')} {project.get('version', '')}")
