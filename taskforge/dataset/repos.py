@@ -1,0 +1,147 @@
+"""The dataset's copy of each original repository tree, and the workspaces rebuilt from it.
+
+A dataset must be enough, on its own, to grade a patch: ``DIR/repos/`` holds one deterministic
+``tar.gz`` of the original tree per ``(repo, base_commit)`` (VCS metadata and caches left out).
+From it and a row's patches every other state is rebuilt:
+
+    original  = extract_original(...)
+    broken    = original + setup_patch     (what an agent sees: feature and hidden tests removed)
+    solved    = broken + patch             (gold; test files untouched)
+    graded    = broken + agent patch + test_patch
+
+Patches are applied with ``git apply`` (argv list, timeout, process group killed on timeout), with
+repository discovery fenced off so an enclosing checkout is never touched.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import re
+import signal
+import subprocess
+import tarfile
+from pathlib import Path
+
+from taskforge.dataset.manifest import REPOS_DIR, FileEntry, commit_file
+from taskforge.errors import DatasetError, PatchError
+from taskforge.task import Task
+
+EXCLUDED_DIRS = frozenset({
+    ".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".nox",
+    ".venv", "venv", ".eggs", ".hypothesis",
+})
+EXCLUDED_SUFFIXES = (".pyc", ".pyo")
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def archive_name(repo: str, base_commit: str) -> str:
+    return f"{_SAFE.sub('_', repo)}-{_SAFE.sub('_', base_commit)}.tar.gz"
+
+
+def repo_archive_path(root: Path, task: Task) -> Path:
+    """Where the original tree of ``task``'s ``(repo, base_commit)`` lives in dataset ``root``."""
+    return Path(root) / REPOS_DIR / archive_name(task.repo, task.base_commit)
+
+
+def _members(src: Path) -> list[Path]:
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(src):
+        dirnames[:] = sorted(d for d in dirnames if d not in EXCLUDED_DIRS)
+        base = Path(dirpath)
+        out.extend(base / d for d in dirnames)
+        out.extend(base / f for f in sorted(filenames) if not f.endswith(EXCLUDED_SUFFIXES))
+    return sorted(out, key=lambda p: p.relative_to(src).as_posix())
+
+
+def tar_directory(src: Path, dest: Path, select: set[str] | None = None) -> None:
+    """Write a byte-reproducible ``tar.gz`` of ``src`` (sorted, mtime 0, owner root) to ``dest``.
+
+    ``select``: only these workspace-relative files (their directories are implied).
+    """
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for path in _members(src):
+            rel = path.relative_to(src).as_posix()
+            if select is not None and (path.is_dir() or rel not in select):
+                continue
+            info = tar.gettarinfo(str(path), arcname=rel)
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+            if info.isfile():
+                info.mode = 0o755 if info.mode & 0o111 else 0o644
+                with open(path, "rb") as f:
+                    tar.addfile(info, f)
+            elif info.isdir():
+                info.mode = 0o755
+                tar.addfile(info)
+            elif info.issym():
+                tar.addfile(info)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".tmp")
+    with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+        gz.write(buf.getvalue())
+    commit_file(tmp, dest)
+
+
+def write_repo_archive(root: Path, repo: str, base_commit: str, src_dir: Path) -> FileEntry:
+    """Store the original tree ``src_dir`` of ``(repo, base_commit)``; kept as is when already stored."""
+    src_dir = Path(src_dir)
+    if not src_dir.is_dir():
+        raise DatasetError(f"cannot archive repository {repo!r}: {src_dir} is not a directory")
+    dest = Path(root) / REPOS_DIR / archive_name(repo, base_commit)
+    if not dest.is_file():
+        tar_directory(src_dir, dest)
+    return FileEntry.of(Path(root), dest, repo=repo, base_commit=base_commit)
+
+
+def extract_archive(archive: Path, dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive, "r:gz") as tar:
+        tar.extractall(dest, filter="data")
+    return dest
+
+
+def extract_original(root: Path, task: Task, dest: Path, entry: FileEntry | None = None) -> Path:
+    """Extract the original tree of ``task`` into ``dest``; ``entry`` (from the manifest) is verified."""
+    archive = repo_archive_path(root, task)
+    if not archive.is_file():
+        raise DatasetError(f"dataset {root} has no archive of {task.repo}@{task.base_commit[:12]} "
+                           f"(expected {archive.relative_to(root)}); regenerate the dataset with archives")
+    if entry is not None:
+        entry.verify(Path(root))
+    return extract_archive(archive, Path(dest))
+
+
+def apply_patch(workdir: Path, patch: str, *, what: str = "patch", reverse: bool = False,
+                timeout_s: float = 120.0) -> None:
+    """Apply a unified diff to ``workdir`` with ``git apply``; ``PatchError`` when it does not apply."""
+    if not patch.strip():
+        return
+    workdir = Path(workdir).resolve()
+    argv = ["git", "apply", "--whitespace=nowarn"] + (["--reverse"] if reverse else []) + ["-"]
+    # Never let git discover an enclosing repository: paths would then be taken relative to it.
+    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
+    env["GIT_CEILING_DIRECTORIES"] = str(workdir.parent)
+    try:
+        proc = subprocess.Popen(argv, cwd=workdir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env, start_new_session=True)
+    except FileNotFoundError:
+        raise PatchError("git is not installed; install git to rebuild workspaces from a dataset") from None
+    try:
+        _, err = proc.communicate(patch.encode(), timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise PatchError(f"git apply of {what} in {workdir} ran past {timeout_s:.0f}s; the patch is too large "
+                         "or the disk is stuck") from None
+    if proc.returncode != 0:
+        first = next((ln for ln in err.decode(errors="replace").splitlines() if ln.strip()), "no output")
+        raise PatchError(f"{what} does not apply to {workdir}: {first}")
+
+
+def broken_workspace(root: Path, task: Task, dest: Path, entry: FileEntry | None = None) -> Path:
+    """The workspace an agent gets: the original tree with ``setup_patch`` applied."""
+    extract_original(root, task, dest, entry)
+    apply_patch(dest, task.setup_patch, what=f"setup_patch of {task.instance_id}")
+    return dest
