@@ -1,0 +1,172 @@
+"""Test seams for the reward tests: a subprocess sandbox and a hand-built stub task from a real tree.
+
+``SubprocessSandbox`` is a fake of the ``Sandbox`` seam that runs the real in-sandbox runner
+(``sandboxes/pytest_runner.py``) with this interpreter, with the environment the contract prescribes.
+``build_stub_task`` turns an original tree into a task the way the generator does (stub one function,
+FAIL_TO_PASS = tests that then fail, hide them, patches from ``git diff``).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from sandboxes.process import run_capture
+from sandboxes.protocol import RunOutput, RunRequest
+from taskforge.environment import EnvSpec, PreparedEnv
+from taskforge.task import Difficulty, Task
+from taskforge.testreport import TestReport
+
+RUNNER = Path(__file__).resolve().parents[1] / "sandboxes" / "pytest_runner.py"
+GIT = ["git", "-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
+
+
+class SubprocessSandbox:
+    """Runs the runner in a subprocess of this interpreter (no isolation: a seam fake, not a sandbox)."""
+
+    name = "subprocess"
+
+    def prepare(self, spec: EnvSpec, repo_dir: Path) -> PreparedEnv:
+        return PreparedEnv(spec, "subprocess", sys.prefix, platform.python_version())
+
+    def run(self, env: PreparedEnv, workspace: Path, request: RunRequest) -> RunOutput:
+        with tempfile.TemporaryDirectory(prefix="tf-sub-") as scratch:
+            report_path = Path(scratch, "report.json")
+            req = {"args": [*env.spec.pytest_args, *request.tests], "report_path": str(report_path)}
+            req_path = Path(scratch, "request.json")
+            req_path.write_text(json.dumps(req))
+            envvars = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONHASHSEED": "0", "TZ": "UTC",
+                       "HOME": scratch, "PYTHONDONTWRITEBYTECODE": "1", "LC_ALL": "C.UTF-8",
+                       "PYTHONPATH": os.pathsep.join(str(workspace / r) for r in env.spec.src_roots),
+                       **request.env}
+            start = time.monotonic()
+            runner = Path(scratch, "pytest_runner.py")  # copied, as sandboxes do: no package dir on sys.path
+            shutil.copyfile(RUNNER, runner)
+            rc, out = run_capture([sys.executable, str(runner), str(req_path)], request.timeout_s,
+                                  cwd=workspace, env=envvars, tail=4000)
+            took = time.monotonic() - start
+            if rc is None:
+                return RunOutput(TestReport.crashed(exit_code=-9, duration=took, output_tail=out, timed_out=True),
+                                 seconds=took)
+            try:
+                report = TestReport.from_dict(json.loads(report_path.read_text()))
+            except (OSError, ValueError, KeyError, TypeError):
+                report = TestReport.crashed(exit_code=rc, duration=took, output_tail=out)
+            return RunOutput(report, seconds=took)
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run([*GIT, *args], cwd=cwd, check=True, capture_output=True, text=True, timeout=60).stdout
+
+
+def stub_function(path: Path, name: str) -> None:
+    """Replace the body of top-level function ``name`` with ``raise NotImplementedError`` (docstring kept)."""
+    source = path.read_text()
+    tree = ast.parse(source)
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    lines = source.splitlines()
+    first = fn.body[0]
+    keep_doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+    start = (first.end_lineno if keep_doc else first.lineno - 1) or 0
+    indent = " " * (first.col_offset)
+    lines[start:fn.end_lineno] = [f"{indent}raise NotImplementedError"]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def remove_functions(path: Path, names: set[str]) -> None:
+    source = path.read_text()
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    spans = [(min([n.lineno] + [d.lineno for d in n.decorator_list]) - 1, n.end_lineno or n.lineno)
+             for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names]
+    for start, end in sorted(spans, reverse=True):
+        del lines[start:end]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _run_pytest(workspace: Path, spec: EnvSpec) -> TestReport:
+    env = SubprocessSandbox().prepare(spec, workspace)
+    return SubprocessSandbox().run(env, workspace, RunRequest(tests=spec.test_paths, timeout_s=300)).report
+
+
+def build_stub_task(original: Path, work: Path, *, module: str, function: str, spec: EnvSpec,
+                    repo: str) -> Task:
+    """A stub task from ``original`` (left untouched): broken = stubbed + hidden tests removed."""
+    repo_dir = work / "build"
+    shutil.copytree(original, repo_dir, symlinks=True)
+    git(repo_dir, "init", "-q")
+    git(repo_dir, "add", "-A")
+    git(repo_dir, "commit", "-qm", "original")
+    base = git(repo_dir, "rev-parse", "HEAD").strip()
+    stub_function(repo_dir / module, function)
+    report = _run_pytest(repo_dir, spec)
+    f2p = tuple(sorted(r.nodeid for r in report.results if not r.outcome.ok))
+    p2p = tuple(sorted(r.nodeid for r in report.results if r.outcome.ok))
+    assert f2p and p2p, report.counts()
+    by_file: dict[str, set[str]] = {}
+    for nodeid in f2p:
+        file, _, name = nodeid.partition("::")
+        by_file.setdefault(file, set()).add(name.split("[")[0])
+    for file, names in by_file.items():
+        remove_functions(repo_dir / file, names)
+    setup_patch = git(repo_dir, "diff", "--binary")
+    gold = git(repo_dir, "diff", "-R", "--", module)
+    test_patch = git(repo_dir, "diff", "-R", "--", *by_file)
+    return Task(
+        instance_id=f"{repo}__stub__{function}-{base[:8]}", repo=repo, source=str(original), base_commit=base,
+        version="0", created_at="2026-11-30T00:00:00Z", strategy="stub", entities=(f"{module}:{function}",),
+        setup_patch=setup_patch, patch=gold, test_patch=test_patch,
+        problem_statement=f"Implement {function}.", fail_to_pass=f2p, pass_to_pass=p2p, env_spec=spec,
+        difficulty=Difficulty(0, 1, 1, 1, 1, 0, 0, 1, len(f2p), 0.1),
+    )
+
+
+MINILIB = {
+    "minilib/__init__.py": "from minilib.text import shout, whisper\n\n__all__ = ['shout', 'whisper']\n",
+    "minilib/text.py": (
+        'def shout(s):\n    """Upper-case ``s`` and add an exclamation mark."""\n    return s.upper() + "!"\n\n\n'
+        'def whisper(s):\n    """Lower-case ``s`` and trail off."""\n    return s.lower() + "..."\n'
+    ),
+    "tests/conftest.py": "import pytest\n\n\n@pytest.fixture\ndef word():\n    return 'Hey'\n",
+    "tests/test_shout.py": (
+        "from minilib import shout\n\n\ndef test_shout(word):\n    assert shout(word) == 'HEY!'\n\n\n"
+        "def test_shout_empty():\n    assert shout('') == '!'\n"
+    ),
+    "tests/test_whisper.py": (
+        "from minilib import whisper\n\n\ndef test_whisper(word):\n    assert whisper(word) == 'hey...'\n\n\n"
+        "def test_whisper_empty():\n    assert whisper('') == '...'\n"
+    ),
+    "pyproject.toml": '[project]\nname = "minilib"\nversion = "0.1"\n\n[tool.pytest.ini_options]\n'
+                      'testpaths = ["tests"]\n',
+}
+MINILIB_SPEC = EnvSpec(project_name="minilib", python="3.11", install_target="", src_roots=(".",),
+                       package_dirs=("minilib",), test_paths=("tests",))
+INFLECTION_SPEC = EnvSpec(project_name="inflection", python="3.11", install_target="", src_roots=(".",),
+                          package_dirs=("inflection",), test_paths=("test_inflection.py",))
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def fetch_inflection(dest: Path) -> Path:
+    """The ``inflection==0.5.1`` sdist from PyPI, unpacked (needs a package index)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "-q",
+                    "inflection==0.5.1", "-d", str(dest)], check=True, timeout=300, capture_output=True)
+    subprocess.run(["tar", "xzf", "inflection-0.5.1.tar.gz"], cwd=dest, check=True, timeout=60)
+    tree = dest / "inflection-0.5.1"
+    subprocess.run(["rm", "-rf", str(tree / "docs" / "__pycache__"), str(tree / "inflection.egg-info")],
+                   check=True, timeout=60)
+    return tree
