@@ -1,0 +1,295 @@
+"""Fingerprints of deleted code: what the leak audit (``taskforge.audit``) searches for.
+
+A task may reveal the deleted entity's *name*, *signature* and *docstring* (the problem statement gives
+them); it may not reveal its *body*. So the fingerprints are taken from the body only, and kept only
+when they are *distinctive*: a fingerprint that also occurs in the remaining code of the workspace or
+in the allowed text (problem statement, signatures) is dropped, so a hit means the body itself is out.
+
+Three kinds, each searching a different form the body can take:
+
+- ``line``: a body line, tokenized (comments dropped) and with every whitespace character removed;
+  trivial lines (``pass``, ``else:``, ``return None`` ...) and short lines are dropped.
+- ``ngram``: runs of ``NGRAM`` consecutive body tokens, whitespace-free, so a body reformatted or
+  split differently across lines is still found.
+- ``const`` / ``names``: the byte code of the compiled body: distinctive string, bytes and number
+  constants, and the ``co_names`` sequence of each code object (what a ``.pyc`` keeps of a body).
+
+Every text form is searched in *squashed* text: bytes with all ASCII whitespace removed. Matching is
+one Aho-Corasick pass (``pyahocorasick``) per file, whatever the number of fingerprints.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import textwrap
+import tokenize
+import types
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import ahocorasick
+
+NGRAM = 10  # tokens per n-gram fingerprint
+MIN_LINE_CHARS = 12  # a squashed line shorter than this is not distinctive
+MIN_NGRAM_CHARS = 24
+MIN_CONST_CHARS = 8  # string/bytes constants shorter than this are too common to mean anything
+MIN_NAMES = 3
+COPY_FRACTION = 0.6  # a remaining file with this share of a body's lines is a copy of it  # a co_names sequence with fewer names is too common
+
+_WS = b" \t\r\n\f\v"
+_SKIP_TOKENS = frozenset({tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+                          tokenize.ENDMARKER, tokenize.ENCODING})
+TRIVIAL_LINES = frozenset({
+    "pass", "...", "else:", "try:", "finally:", "except:", "exceptException:", "return", "returnNone",
+    "returnTrue", "returnFalse", "returnself", "returnresult", "returnvalue", "returnx", "continue",
+    "break", "raise", "raiseNotImplementedError", "raiseNotImplementedError()", "}", ")", "]", "):",
+    "),", "],", "},", "@property", "@staticmethod", "@classmethod", "self", "result=[]", "result={}",
+})
+
+
+def squash(data: bytes) -> bytes:
+    """Remove every ASCII whitespace byte: the normal form both fingerprints and haystacks are in."""
+    return data.translate(None, _WS)
+
+
+_WS_TABLE = str.maketrans("", "", _WS.decode())
+
+
+def squash_text(text: str) -> str:
+    """``squash`` for str: remove the same ASCII whitespace characters."""
+    return text.translate(_WS_TABLE)
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    entity: str  # qualified name of the deleted entity it was taken from
+    kind: str  # "line" | "ngram" | "const" | "names"
+    text: str  # squashed text (names: the co_names joined by ",")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"entity": self.entity, "kind": self.kind, "text": self.text}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Fingerprint:
+        return cls(d["entity"], d["kind"], d["text"])
+
+
+@dataclass(frozen=True, slots=True)
+class FingerprintSet:
+    """The distinctive fingerprints of every deleted entity of one task."""
+
+    entities: tuple[str, ...]
+    fingerprints: tuple[Fingerprint, ...]
+
+    @property
+    def text_patterns(self) -> tuple[Fingerprint, ...]:
+        return tuple(f for f in self.fingerprints if f.kind != "names")
+
+    @property
+    def code_names(self) -> dict[tuple[str, ...], Fingerprint]:
+        """``co_names`` sequence -> fingerprint, to match code objects unmarshalled from a ``.pyc``."""
+        return {tuple(f.text.split(",")): f for f in self.fingerprints if f.kind == "names"}
+
+    @property
+    def leaf_names(self) -> frozenset[str]:
+        return frozenset(e.rsplit(".", 1)[-1] for e in self.entities)
+
+    def matcher(self) -> Matcher:
+        return Matcher(self.text_patterns)
+
+    def __len__(self) -> int:
+        return len(self.fingerprints)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"entities": list(self.entities), "fingerprints": [f.to_dict() for f in self.fingerprints]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> FingerprintSet:
+        return cls(tuple(d["entities"]), tuple(Fingerprint.from_dict(f) for f in d["fingerprints"]))
+
+
+class Matcher:
+    """One Aho-Corasick automaton over the squashed text patterns; ``find`` returns those present."""
+
+    __slots__ = ("_automaton", "_patterns")
+
+    def __init__(self, patterns: Iterable[Fingerprint]) -> None:
+        self._patterns = tuple(patterns)
+        self._automaton: Any = None
+        if self._patterns:
+            automaton = ahocorasick.Automaton()
+            for i, fp in enumerate(self._patterns):
+                key = fp.text.encode("utf-8").decode("latin-1")
+                if automaton.exists(key):
+                    continue
+                automaton.add_word(key, i)
+            automaton.make_automaton()
+            self._automaton = automaton
+
+    def find(self, squashed: bytes) -> list[Fingerprint]:
+        """Fingerprints occurring in ``squashed`` (already whitespace-free), each once, in pattern order."""
+        if self._automaton is None or not squashed:
+            return []
+        seen = {i for _end, i in self._automaton.iter(squashed.decode("latin-1"))}
+        return [self._patterns[i] for i in sorted(seen)]
+
+
+def fingerprint(deleted_sources: Mapping[str, str], remaining: Iterable[bytes] = (),
+                allowed: Iterable[str] = ()) -> FingerprintSet:
+    """Distinctive fingerprints of each deleted entity's body.
+
+    ``deleted_sources`` maps qualified name -> the entity's source as it was in the original (a def,
+    a class, or a whole module). ``remaining`` holds the contents of the workspace's remaining code
+    files; ``allowed`` the text the agent may see (problem statement, signatures). A fingerprint found
+    in either is dropped, except that a remaining file holding most of a body's lines is taken for a
+    copy of the deleted code (a leak the audit will report), not for remaining code.
+    """
+    candidates: list[Fingerprint] = []
+    for qualname, source in deleted_sources.items():
+        candidates.extend(_candidates(qualname, source))
+    candidates = _dedupe(candidates)
+    if not candidates:
+        return FingerprintSet(tuple(deleted_sources), ())
+    texts = [f for f in candidates if f.kind != "names"]
+    matcher = Matcher(texts)
+    lines_of: dict[str, int] = {}
+    for f in candidates:
+        if f.kind == "line":
+            lines_of[f.entity] = lines_of.get(f.entity, 0) + 1
+    dropped: set[Fingerprint] = set()
+    for blob in remaining:
+        found = matcher.find(squash(blob))
+        if not _is_copy(found, lines_of):
+            dropped.update(found)
+    for text in allowed:
+        dropped.update(matcher.find(squash(text.encode("utf-8"))))
+    kept = tuple(f for f in candidates if f not in dropped)
+    return FingerprintSet(tuple(deleted_sources), kept)
+
+
+def _is_copy(found: list[Fingerprint], lines_of: Mapping[str, int]) -> bool:
+    """A "remaining" file holding most of a deleted body is a copy of it (a leak), not remaining code."""
+    hits: dict[str, int] = {}
+    for f in found:
+        if f.kind == "line":
+            hits[f.entity] = hits.get(f.entity, 0) + 1
+    return any(n >= 2 and n >= COPY_FRACTION * lines_of[e] for e, n in hits.items())
+
+
+def _dedupe(fps: list[Fingerprint]) -> list[Fingerprint]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for f in fps:
+        if (f.kind, f.text) not in seen:
+            seen.add((f.kind, f.text))
+            out.append(f)
+    return out
+
+
+def _candidates(qualname: str, source: str) -> list[Fingerprint]:
+    source = textwrap.dedent(source)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return _plain_lines(qualname, source)
+    excluded = _non_body_lines(tree)
+    rows: dict[int, list[str]] = {}
+    tokens: list[str] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type in _SKIP_TOKENS or tok.start[0] in excluded:
+                continue
+            text = squash_text(tok.string)
+            rows.setdefault(tok.start[0], []).append(text)
+            tokens.append(text)
+    except (tokenize.TokenError, IndentationError):
+        return _plain_lines(qualname, source)
+    out = []
+    for parts in rows.values():
+        line = "".join(parts)
+        if len(line.encode()) >= MIN_LINE_CHARS and line not in TRIVIAL_LINES:
+            out.append(Fingerprint(qualname, "line", line))
+    for i in range(0, max(0, len(tokens) - NGRAM + 1)):
+        gram = "".join(tokens[i:i + NGRAM])
+        if len(gram.encode()) >= MIN_NGRAM_CHARS:
+            out.append(Fingerprint(qualname, "ngram", gram))
+    out.extend(_bytecode(qualname, source, tree))
+    return out
+
+
+def _plain_lines(qualname: str, source: str) -> list[Fingerprint]:
+    out = []
+    for raw in source.splitlines():
+        line = squash_text(raw.split("#", 1)[0])
+        if len(line) >= MIN_LINE_CHARS and line not in TRIVIAL_LINES:
+            out.append(Fingerprint(qualname, "line", line))
+    return out
+
+
+def _non_body_lines(tree: ast.Module) -> set[int]:
+    """Lines that are a header (decorators + ``def``/``class`` line) or a docstring: revealed, not body."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            body_first = node.body[0].lineno
+            lines.update(range(first, body_first if body_first > node.lineno else node.lineno + 1))
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            body = node.body
+            if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                lines.update(range(body[0].lineno, (body[0].end_lineno or body[0].lineno) + 1))
+    return lines
+
+
+def _docstrings(tree: ast.Module) -> set[str]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            doc = ast.get_docstring(node, clean=False)
+            if doc:
+                out.add(doc)
+    return out
+
+
+def _bytecode(qualname: str, source: str, tree: ast.Module) -> list[Fingerprint]:
+    try:
+        module = compile(source, f"<deleted {qualname}>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return []
+    docs = _docstrings(tree)
+    out = []
+    for code in iter_code(module):
+        if code is not module and len(code.co_names) >= MIN_NAMES:
+            out.append(Fingerprint(qualname, "names", ",".join(code.co_names)))
+        for const in code.co_consts:
+            text = const_text(const)
+            if text is not None and const not in docs and len(squash_text(text)) >= MIN_CONST_CHARS:
+                out.append(Fingerprint(qualname, "const", squash_text(text)))
+    return [f for f in out if f.text]
+
+
+def const_text(const: object) -> str | None:
+    """The searchable text of a distinctive constant (None for constants too common to fingerprint)."""
+    if isinstance(const, str):
+        return const
+    if isinstance(const, bytes):
+        return const.decode("latin-1")
+    if isinstance(const, bool) or not isinstance(const, int | float):
+        return None
+    if isinstance(const, int) and abs(const) >= 10_000_000:
+        return repr(const)
+    if isinstance(const, float) and len(repr(const).strip("-0.")) >= 6:
+        return repr(const)
+    return None
+
+
+def iter_code(code: types.CodeType) -> Iterable[types.CodeType]:
+    """``code`` and every code object nested in its constants, depth first."""
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        yield c
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))

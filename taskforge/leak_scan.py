@@ -1,0 +1,173 @@
+"""Search one blob of bytes for fingerprints of deleted code, whatever form it is in.
+
+A blob is a file of a workspace or an environment, a git object, or a member of an image layer. Forms
+looked through: plain text (source, stubs, RECORD, JSON caches, with JSON/escape sequences undone),
+HTML (tags stripped, entities unescaped: Sphinx ``viewcode`` pages), byte code (``.pyc``: unmarshalled
+code objects, matched on ``co_names`` and constants; raw bytes when another Python wrote it), and
+archives (zip/wheel/egg, tar, gzip/bz2/xz: sdists, cached wheels, pip HTTP cache bodies), recursively.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import html
+import importlib.util
+import io
+import lzma
+import marshal
+import re
+import tarfile
+import types
+import zipfile
+from dataclasses import dataclass, field
+
+from taskforge.fingerprints import Fingerprint, FingerprintSet, const_text, iter_code, squash, squash_text
+
+MAX_BLOB = 64 * 1024 * 1024  # bigger files are not read (see ``Scanner.wants``)
+MAX_UNPACKED = 256 * 1024 * 1024  # decompression cap (zip bombs)
+MAX_DEPTH = 3  # archives inside archives
+MAX_ESCAPED_VIEW = 16 * 1024 * 1024
+
+_TAG = re.compile(rb"<[^<>]{0,2000}>")
+_ESCAPE = re.compile(rb"\\(.)", re.S)
+_ESCAPES = {b"n": b"\n", b"t": b"\t", b"r": b"\r"}
+_HTML_SUFFIXES = (".html", ".htm", ".xhtml", ".xml", ".svg", ".ipynb")
+_ARCHIVE_SUFFIXES = (".whl", ".zip", ".egg", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".body", ".jar")
+
+
+@dataclass(frozen=True, slots=True)
+class BlobHit:
+    """Fingerprints found in one blob; ``where`` names the member inside an archive ("" at top)."""
+
+    where: str
+    matched: tuple[Fingerprint, ...]
+    note: str = ""
+
+    def evidence(self) -> str:
+        kinds = sorted({f.kind for f in self.matched})
+        first = max(self.matched, key=lambda f: (f.kind == "line", f.kind != "const", len(f.text)))
+        shown = first.text if len(first.text) <= 80 else first.text[:77] + "..."
+        at = f" in {self.where}" if self.where else ""
+        note = f" ({self.note})" if self.note else ""
+        return (f"{len(self.matched)} fingerprint(s) of {first.entity} [{', '.join(kinds)}]{at}{note}: "
+                f"{shown!r}")
+
+
+@dataclass
+class Scanner:
+    """Scans blobs against one task's fingerprints; build once per task, reuse for every file."""
+
+    fingerprints: FingerprintSet
+    max_blob: int = MAX_BLOB
+    bytes_scanned: int = 0
+    _matcher: object = field(init=False, repr=False)
+    _names: dict[tuple[str, ...], Fingerprint] = field(init=False, repr=False)
+    _consts: dict[str, Fingerprint] = field(init=False, repr=False)
+    _n_consts: int = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._matcher = self.fingerprints.matcher()
+        self._names = self.fingerprints.code_names
+        self._consts = {f.text: f for f in self.fingerprints.fingerprints if f.kind == "const"}
+        self._n_consts = len(self._consts)
+
+    def wants(self, size: int) -> bool:
+        return size <= self.max_blob
+
+    def scan(self, data: bytes, name: str = "", depth: int = 0) -> list[BlobHit]:
+        """Every place in ``data`` (and archives inside it) where enough fingerprints occur."""
+        self.bytes_scanned += len(data)
+        lower = name.lower()
+        if depth < MAX_DEPTH:
+            inner = self._archive(data, lower, depth)
+            if inner is not None:
+                return inner
+        found: dict[Fingerprint, None] = {}
+        note = ""
+        if data[:4] == importlib.util.MAGIC_NUMBER or lower.endswith((".pyc", ".pyo")):
+            found.update(dict.fromkeys(self._bytecode(data)))
+            note = "byte code"
+        for view in self._views(data, lower):
+            found.update(dict.fromkeys(self._matcher.find(view)))  # type: ignore[attr-defined]
+        matched = tuple(found)
+        if self._enough(matched):
+            return [BlobHit("", matched, note)]
+        return []
+
+    def _enough(self, matched: tuple[Fingerprint, ...]) -> bool:
+        """Any body line, n-gram or code object; constants alone only when most of them are there."""
+        if any(f.kind != "const" for f in matched):
+            return True
+        consts = sum(1 for f in matched if f.kind == "const")
+        return consts > 0 and consts >= min(2, self._n_consts)
+
+    def _views(self, data: bytes, lower: str) -> list[bytes]:
+        views = [squash(data)]
+        head = data[:512].lstrip()
+        if lower.endswith(_HTML_SUFFIXES) or head[:1] == b"<":
+            views.append(squash(html.unescape(_TAG.sub(b"", data).decode("utf-8", "replace")).encode("utf-8")))
+        if len(data) <= MAX_ESCAPED_VIEW and (b'\\"' in data or b"\\n" in data or b"\\\\" in data):
+            views.append(squash(_ESCAPE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(1)), data)))
+        return views
+
+    def _bytecode(self, data: bytes) -> list[Fingerprint]:
+        if data[:4] != importlib.util.MAGIC_NUMBER:
+            return []  # another Python's byte code: the raw view still finds its string constants
+        try:
+            code = marshal.loads(data[16:])
+        except (ValueError, EOFError, TypeError):
+            return []
+        if not isinstance(code, types.CodeType):
+            return []
+        out = []
+        for c in iter_code(code):
+            hit = self._names.get(tuple(c.co_names))
+            if hit is not None:
+                out.append(hit)
+            for const in c.co_consts:
+                text = const_text(const)
+                if text is not None and (f := self._consts.get(squash_text(text))) is not None:
+                    out.append(f)
+        return out
+
+    def _archive(self, data: bytes, lower: str, depth: int) -> list[BlobHit] | None:
+        """Hits inside ``data`` when it is an archive or a compressed stream; None when it is neither."""
+        if data[:4] == b"PK\x03\x04" or (lower.endswith(_ARCHIVE_SUFFIXES) and b"PK\x05\x06" in data[-65600:]):
+            try:
+                zf = zipfile.ZipFile(io.BytesIO(data))
+            except (zipfile.BadZipFile, OSError):
+                return None
+            return self._members(((i.filename, i.file_size, lambda i=i: zf.read(i)) for i in zf.infolist()
+                                  if not i.is_dir()), depth)
+        opener = {b"\x1f\x8b": gzip.GzipFile, b"BZ": bz2.BZ2File, b"\xfd7": lzma.LZMAFile}.get(data[:2])
+        if opener is not None:
+            try:
+                with opener(fileobj=io.BytesIO(data)) as stream:  # type: ignore[operator]
+                    unpacked = stream.read(MAX_UNPACKED)
+            except (OSError, EOFError, lzma.LZMAError):
+                return None
+            return self.scan(unpacked, lower.rsplit(".", 1)[0], depth + 1)
+        if len(data) > 262 and data[257:262] == b"ustar":
+            try:
+                tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:")
+            except tarfile.TarError:
+                return None
+            return self._members(((m.name, m.size, lambda m=m: _tar_read(tf, m)) for m in tf.getmembers()
+                                  if m.isfile()), depth)
+        return None
+
+    def _members(self, members, depth: int) -> list[BlobHit]:  # type: ignore[no-untyped-def]
+        hits = []
+        for member, size, read in members:
+            if not self.wants(size):
+                continue
+            for hit in self.scan(read(), member, depth + 1):
+                where = f"{member}!{hit.where}" if hit.where else member
+                hits.append(BlobHit(where, hit.matched, hit.note))
+        return hits
+
+
+def _tar_read(tf: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    f = tf.extractfile(member)
+    return f.read() if f is not None else b""

@@ -1,0 +1,299 @@
+"""One test per leak channel, on a real task: ``inflection==0.5.1`` from PyPI with the body of
+``inflection.camelize`` deleted. Each test plants one leak, checks the audit finds it (channel, path,
+evidence), scrubs, and checks the audit then passes.
+"""
+
+from __future__ import annotations
+
+import io
+import py_compile
+import shutil
+import subprocess
+import sys
+import tarfile
+import venv
+from pathlib import Path
+
+import git
+import pytest
+from _leak_task import LeakTask, inflection_sdist, inflection_task, run
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer
+
+from taskforge.audit import audit_task_workspace
+from taskforge.scrub import scrub_workspace
+from taskforge.scrub_env import scrub_environment
+from taskforge.task import AuditResult
+
+pytestmark = pytest.mark.realrepo
+
+BODY_LINE = "string[0].lower() + camelize(string)[1:]"
+ENV = {"GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL": "dev@x", "GIT_COMMITTER_NAME": "dev",
+       "GIT_COMMITTER_EMAIL": "dev@x"}
+
+
+@pytest.fixture(scope="session")
+def sdist() -> Path:
+    return inflection_sdist()
+
+
+@pytest.fixture
+def task(sdist: Path, tmp_path: Path) -> LeakTask:
+    t = inflection_task(tmp_path)
+    clean = _audit(t)
+    assert clean.passed, clean.hits  # the scrubbed task starts clean: no false positive
+    assert clean.fingerprints >= 5
+    return t
+
+
+def _audit(t: LeakTask, env_dir: Path | None = None) -> AuditResult:
+    return audit_task_workspace(t.workspace, t.deleted, env_dir=env_dir, allowed_text=[t.problem])
+
+
+def _assert_found(result: AuditResult, channel: str, path_part: str) -> None:
+    assert not result.passed
+    assert any(h.channel == channel and path_part in h.path for h in result.hits), result.hits
+    assert all(h.evidence for h in result.hits)
+
+
+def _scrub_and_pass(t: LeakTask) -> None:
+    report = scrub_workspace(t.workspace, [t.qualname])
+    assert report.git.startswith("fresh ")
+    after = _audit(t)
+    assert after.passed, after.hits
+    repo = git.Repo(t.workspace)
+    assert len(list(repo.iter_commits("--all"))) == 1
+    assert not repo.remotes and not repo.tags
+    assert not (t.workspace / ".git" / "logs").exists()
+    assert not (t.workspace / ".git" / "refs" / "stash").exists()
+
+
+def _git(ws: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ws, env={**ENV, "PATH": "/usr/bin:/bin"}, check=True,
+                          capture_output=True, text=True, timeout=60).stdout
+
+
+def _history_workspace(t: LeakTask) -> git.Repo:
+    """A workspace whose git holds the original module (as a careless generator would ship it)."""
+    shutil.rmtree(t.workspace / ".git")
+    broken = (t.workspace / t.module).read_text()
+    shutil.copy(t.original_module, t.workspace / t.module)
+    repo = git.Repo.init(t.workspace)
+    _git(t.workspace, "add", "-A")
+    _git(t.workspace, "commit", "-qm", "original")
+    (t.workspace / t.module).write_text(broken)
+    return repo
+
+
+def test_git_history_log_all_S(task: LeakTask) -> None:
+    _history_workspace(task)
+    _git(task.workspace, "commit", "-qam", "delete camelize")
+    assert _git(task.workspace, "log", "--all", "--oneline", "-S", BODY_LINE).strip()
+    _assert_found(_audit(task), "git", "blob ")
+    _scrub_and_pass(task)
+    assert not _git(task.workspace, "log", "--all", "--oneline", "-S", BODY_LINE).strip()
+
+
+def test_git_reflog(task: LeakTask) -> None:
+    _history_workspace(task)
+    _git(task.workspace, "commit", "-q", "--amend", "-am", "only the broken code")
+    assert not _git(task.workspace, "log", "--all", "--oneline", "-S", BODY_LINE).strip()
+    assert _git(task.workspace, "log", "-g", "--oneline", "-S", BODY_LINE).strip()  # reachable by reflog
+    _assert_found(_audit(task), "git", "blob ")
+    _scrub_and_pass(task)
+    assert not _git(task.workspace, "reflog").strip()
+
+
+def test_git_stash(task: LeakTask) -> None:
+    _history_workspace(task)
+    _git(task.workspace, "commit", "-q", "--amend", "-am", "broken")
+    _git(task.workspace, "reflog", "expire", "--expire=now", "--all")
+    _git(task.workspace, "gc", "-q", "--prune=now")
+    shutil.copy(task.original_module, task.workspace / task.module)
+    _git(task.workspace, "stash", "-q")
+    assert BODY_LINE in _git(task.workspace, "stash", "show", "-p")
+    _assert_found(_audit(task), "git", "blob ")
+    _scrub_and_pass(task)
+
+
+def test_git_unreachable_loose_and_packed(task: LeakTask) -> None:
+    _history_workspace(task)
+    _git(task.workspace, "commit", "-q", "--amend", "-am", "broken")
+    _git(task.workspace, "repack", "-q", "-a", "-d")  # the original commit now sits in a pack
+    _git(task.workspace, "reflog", "expire", "--expire=now", "--all")
+    _git(task.workspace, "hash-object", "-w", str(task.original_module))  # and a dangling loose blob
+    assert not _git(task.workspace, "log", "--all", "-g", "--oneline", "-S", BODY_LINE).strip()
+    assert "unreachable" in _git(task.workspace, "fsck", "--unreachable", "--no-reflogs")
+    result = _audit(task)
+    _assert_found(result, "git", "blob ")
+    assert len([h for h in result.hits if h.channel == "git"]) >= 1
+    _scrub_and_pass(task)
+    assert not list((task.workspace / ".git" / "objects" / "pack").glob("*.pack"))
+
+
+def test_git_tags_and_remotes(task: LeakTask) -> None:
+    repo = git.Repo(task.workspace)
+    repo.create_remote("origin", str(task.original))
+    _git(task.workspace, "fetch", "-q", "origin")
+    _git(task.workspace, "tag", "v0.5.1", "FETCH_HEAD")
+    result = _audit(task)
+    _assert_found(result, "git", "config")  # the remote: fetching it restores the original
+    _assert_found(result, "git", "blob ")  # the tagged original commit's blob
+    assert any("remote 'origin'" in h.evidence for h in result.hits)
+    _scrub_and_pass(task)
+
+
+def test_pyc_of_original_module(task: LeakTask) -> None:
+    target = task.workspace / "inflection" / "__pycache__" / f"__init__.cpython-{sys.version_info[0]}{sys.version_info[1]}.pyc"
+    py_compile.compile(str(task.original_module), cfile=str(target), doraise=True)
+    result = _audit(task)
+    _assert_found(result, "workspace", "__pycache__")
+    assert any("byte code" in h.evidence and "names" in h.evidence for h in result.hits), result.hits
+    _scrub_and_pass(task)
+    assert not list(task.workspace.rglob("*.pyc"))
+
+
+def test_mypy_cache_of_original(task: LeakTask) -> None:
+    run([sys.executable, "-m", "mypy", "--cache-dir", str(task.workspace / ".mypy_cache"),
+         "--ignore-missing-imports", "--no-error-summary", str(task.original_module)], timeout=300)
+    assert (task.workspace / ".mypy_cache").is_dir()
+    result = _audit(task)
+    _assert_found(result, "workspace", ".mypy_cache")
+    _scrub_and_pass(task)
+    assert not (task.workspace / ".mypy_cache").exists()
+
+
+def test_stub_declaring_entity(task: LeakTask) -> None:
+    stub = task.workspace / "inflection" / "__init__.pyi"
+    stub.write_text("def camelize(string: str, uppercase_first_letter: bool = ...) -> str: ...\n"
+                    "def dasherize(word: str) -> str: ...\n")
+    _assert_found(_audit(task), "workspace", "inflection/__init__.pyi")
+    _scrub_and_pass(task)
+    assert stub.read_text() == "def dasherize(word: str) -> str: ...\n"
+
+
+def _wheel(t: LeakTask, out: Path) -> Path:
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+         "-w", str(out), str(t.original)], timeout=300)
+    return next(out.glob("inflection-*.whl"))
+
+
+def _venv(tmp: Path) -> Path:
+    env = tmp / "env"
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(env)
+    return env
+
+
+def _site(env: Path) -> Path:
+    return next(env.glob("lib/python*/site-packages"))
+
+
+def test_installed_copy_in_site_packages(task: LeakTask, tmp_path: Path) -> None:
+    env = _venv(tmp_path)
+    wheel = _wheel(task, tmp_path / "wheels")
+    run([sys.executable, "-m", "pip", "--python", str(env / "bin" / "python"), "install", "-q", "--no-deps",
+         "--no-index", str(wheel)], timeout=300)
+    site = _site(env)
+    record = next(site.glob("inflection-*.dist-info")) / "RECORD"
+    assert "inflection/__init__.py" in record.read_text()
+    (site / "legacy-inflection.pth").write_text(f"{task.original}\n")  # an old editable install
+    result = _audit(task, env)
+    _assert_found(result, "environment", "site-packages/inflection/__init__.py")
+    _assert_found(result, "environment", "legacy-inflection.pth -> ")
+    report = scrub_environment(env, "inflection", ["inflection"], [task.qualname])
+    assert any(r.endswith("RECORD") for r in report.removed)
+    assert not (site / "inflection").exists() and not list(site.glob("inflection-*.dist-info"))
+    assert not (site / "legacy-inflection.pth").exists()
+    assert _audit(task, env).passed
+
+
+def test_cached_wheel_and_sdist_in_pip_cache(task: LeakTask, sdist: Path, tmp_path: Path) -> None:
+    env = _venv(tmp_path)
+    wheel = _wheel(task, tmp_path / "wheels")
+    cache = env / ".cache" / "pip"
+    (cache / "wheels" / "3f" / "a1").mkdir(parents=True)
+    shutil.copy(wheel, cache / "wheels" / "3f" / "a1" / wheel.name)
+    (cache / "http-v2" / "a" / "b").mkdir(parents=True)
+    shutil.copy(sdist, cache / "http-v2" / "a" / "b" / "5e1c9d0e.body")  # pip stores bodies by hash
+    result = _audit(task, env)
+    _assert_found(result, "environment", ".whl!inflection/__init__.py")
+    _assert_found(result, "environment", ".body!inflection-0.5.1/inflection/__init__.py")
+    scrub_environment(env, "inflection", ["inflection"], [task.qualname])
+    assert not cache.exists()
+    assert _audit(task, env).passed
+
+
+def test_egg_info_build_and_dist(task: LeakTask, tmp_path: Path) -> None:
+    shutil.copytree(task.original / "inflection.egg-info", task.workspace / "inflection.egg-info")
+    (task.workspace / "build" / "lib" / "inflection").mkdir(parents=True)
+    shutil.copy(task.original_module, task.workspace / "build" / "lib" / "inflection" / "__init__.py")
+    (task.workspace / "dist").mkdir()
+    wheel = _wheel(task, task.workspace / "dist")
+    result = _audit(task)
+    _assert_found(result, "workspace", "build/lib/inflection/__init__.py")
+    _assert_found(result, "workspace", f"dist/{wheel.name}!inflection/__init__.py")
+    _scrub_and_pass(task)
+    assert not any((task.workspace / d).exists() for d in ("build", "dist", "inflection.egg-info"))
+
+
+def test_built_docs_viewcode(task: LeakTask) -> None:
+    pages = task.workspace / "docs" / "_build" / "html" / "_modules"
+    pages.mkdir(parents=True)
+    code = highlight(task.original_module.read_text(), PythonLexer(), HtmlFormatter())
+    (pages / "inflection.html").write_text(f"<html><body><h1>Source code for inflection</h1>{code}</body></html>")
+    assert BODY_LINE not in (pages / "inflection.html").read_text()  # only found once tags are stripped
+    _assert_found(_audit(task), "workspace", "docs/_build/html/_modules/inflection.html")
+    _scrub_and_pass(task)
+
+
+def test_the_original_checkout_itself_is_caught(task: LeakTask) -> None:
+    result = audit_task_workspace(task.original, task.deleted, allowed_text=[task.problem])
+    _assert_found(result, "workspace", "inflection/__init__.py")
+    _assert_found(result, "git", "blob ")
+
+
+@pytest.mark.docker
+def test_image_layers_through_docker_sdk(task: LeakTask, tmp_path: Path) -> None:
+    docker = pytest.importorskip("docker")
+    try:
+        client = docker.from_env()
+        client.ping()
+    except Exception as exc:  # no engine: a visible skip, never a silent pass
+        pytest.skip(f"no Docker engine: {exc}")
+    from taskforge.scrub_env import image_removal_paths
+
+    site = "usr/lib/python3.11/site-packages"
+
+    def build(with_copy: bool) -> object:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tf:
+            files = {"Dockerfile": f"FROM scratch\nCOPY site /{site}\n".encode(),
+                     "site/other/__init__.py": b"x = 1\n"}
+            if with_copy:
+                files["site/inflection/__init__.py"] = task.original_module.read_bytes()
+                files["site/inflection-0.5.1.dist-info/METADATA"] = b"Metadata-Version: 2.1\nName: inflection\n"
+                files["site/inflection-0.5.1.dist-info/RECORD"] = b"inflection/__init__.py,,\n"
+            for name, data in files.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+        buf.seek(0)
+        image, _ = client.images.build(fileobj=buf, custom_context=True, rm=True, forcerm=True)
+        return image
+
+    leaky = build(True)
+    clean = build(False)
+    try:
+        result = audit_task_workspace(task.workspace, task.deleted, image=leaky, docker_client=client,
+                                      allowed_text=[task.problem])
+        _assert_found(result, "image", f"{site}/inflection/__init__.py")
+        paths = image_removal_paths(leaky, "inflection", ["inflection"], client=client)
+        assert f"/{site}/inflection/__init__.py" in paths
+        assert f"/{site}/inflection-0.5.1.dist-info/RECORD" in paths
+        assert f"/{site}/other/__init__.py" not in paths
+        assert audit_task_workspace(task.workspace, task.deleted, image=clean, docker_client=client,
+                                    allowed_text=[task.problem]).passed
+    finally:
+        for image in (leaky, clean):
+            client.images.remove(image.id, force=True)
