@@ -87,11 +87,19 @@ def detect_env(repo: Path, *, python: str = "3.11", name_hint: str = "") -> EnvS
     ini, ini_origin = _pytest_ini(repo, pyproject, setup_cfg, tox_ini)
     test_paths, why = _test_paths(repo, ini, ini_origin, package_dirs)
     notes.append(f"test_paths: {why}")
+    doctest_paths = tuple(p for p in test_paths if _holds_project_code(p, src_roots, package_dirs))
+    if doctest_paths:
+        test_paths = tuple(p for p in test_paths if p not in doctest_paths)
+        if not test_paths:
+            test_paths, why = _test_paths(repo, {}, "", package_dirs)
+            notes.append(f"test_paths: {why}")
+        notes.append(f"doctest_paths: {list(doctest_paths)} (configured testpaths that hold the project's "
+                     "own code: collected for doctests, not test code)")
     if not ini.get("testpaths"):
         doctests = _doctest_targets(repo, _as_list(ini.get("addopts")), package_dirs)
         if doctests:
-            test_paths = tuple(dict.fromkeys((*test_paths, *doctests)))
-            notes.append(f"test_paths: added {doctests} (addopts collect doctests and no testpaths is set, "
+            doctest_paths = tuple(dict.fromkeys((*doctest_paths, *doctests)))
+            notes.append(f"doctest_paths: {doctests} (addopts collect doctests and no testpaths is set, "
                          "so a plain `pytest` collects them from the root)")
     pytest_args, dropped = _pytest_args(ini.get("addopts", ""))
     if dropped:
@@ -128,7 +136,7 @@ def detect_env(repo: Path, *, python: str = "3.11", name_hint: str = "") -> EnvS
     return EnvSpec(
         project_name=normalise_name(name), python=python, install_target=install_target,
         requirements=tuple(dict.fromkeys(requirements)), src_roots=src_roots, package_dirs=package_dirs,
-        test_paths=test_paths, pytest_args=pytest_args, notes=tuple(notes),
+        test_paths=test_paths, pytest_args=pytest_args, notes=tuple(notes), doctest_paths=doctest_paths,
     )
 
 
@@ -310,6 +318,15 @@ def _pytest_ini(repo: Path, pyproject: dict[str, Any], cfg: configparser.ConfigP
     if cfg.has_section("tool:pytest"):
         return dict(cfg.items("tool:pytest")), "setup.cfg [tool:pytest]"
     return {}, "no pytest configuration"
+
+
+def _holds_project_code(path: str, src_roots: tuple[str, ...], package_dirs: tuple[str, ...]) -> bool:
+    p = path.strip("/")
+    if p in (".", ""):
+        return False
+    if p in src_roots:
+        return True
+    return any(d == p or d.startswith(p + "/") or p.startswith(d + "/") for d in package_dirs)
 
 
 def _doctest_targets(repo: Path, addopts: list[str], package_dirs: tuple[str, ...]) -> list[str]:

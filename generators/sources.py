@@ -104,7 +104,7 @@ def _from_local_git(source: str, path: Path, rev: str | None, repos: Path) -> Re
     try:
         origin = git.Repo(path)
         commit = origin.commit(rev or "HEAD")
-    except (git.GitError, ValueError) as exc:
+    except (git.GitError, git.BadName, git.BadObject, ValueError) as exc:
         what = f"revision {rev!r}" if rev else "HEAD"
         raise SourceError(f"cannot resolve {what} in git repository {source!r} ({_first_line(exc)})") from exc
     name = normalise_name(path.name)
@@ -121,7 +121,7 @@ def _from_git_url(source: str, rev: str | None, repos: Path) -> RepoSnapshot:
         try:
             repo = git.Repo.clone_from(source, tmp / "r", env=_git_env(), kill_after_timeout=CLONE_TIMEOUT_S)
             sha = repo.commit(rev or "HEAD").hexsha
-        except (git.GitError, ValueError) as exc:
+        except (git.GitError, git.BadName, git.BadObject, ValueError) as exc:
             raise SourceError(f"cannot clone {source!r}{f' at {rev!r}' if rev else ''} with git "
                               f"({_first_line(exc)}); check the URL and the revision") from exc
         target = repos / f"{name}-{sha[:12]}"

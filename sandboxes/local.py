@@ -173,7 +173,7 @@ class LocalSandbox:
 def build_request(spec: EnvSpec, workspace: Path, request: RunRequest, scratch: Path) -> dict[str, Any]:
     """The runner's request.json for ``request`` (paths as seen by the runner)."""
     return {
-        "args": [*spec.pytest_args, *(request.tests or spec.test_paths)],
+        "args": [*spec.pytest_args, *(request.tests or full_suite_paths(spec))],
         "report_path": str(scratch / "report.json"),
         "coverage": request.coverage,
         "coverage_source": [str(workspace / d) for d in spec.package_dirs] or [str(workspace)],
@@ -182,6 +182,11 @@ def build_request(spec: EnvSpec, workspace: Path, request: RunRequest, scratch: 
         "xdist_workers": request.xdist_workers,
         "canaries": request.canaries,
     }
+
+
+def full_suite_paths(spec: EnvSpec) -> tuple[str, ...]:
+    """What pytest is given for a whole-suite run: the test paths and the doctest-only paths."""
+    return tuple(dict.fromkeys((*spec.test_paths, *getattr(spec, "doctest_paths", ()))))
 
 
 def run_env(spec: EnvSpec, workspace: Path, venv: Path, scratch: Path,

@@ -27,6 +27,9 @@ class EnvSpec:
     test_paths: tuple[str, ...] = ("tests",)  # workspace-relative test locations given to pytest
     pytest_args: tuple[str, ...] = ()  # extra pytest args from the project's config that we must keep
     notes: tuple[str, ...] = ()  # how each field was detected (shown to the user)
+    # paths a full-suite run also gives pytest that are NOT test code: the project's own modules or
+    # text files collected for doctests (``--doctest-modules``/``--doctest-glob``, testpaths = ["src"])
+    doctest_paths: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:

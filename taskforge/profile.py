@@ -23,6 +23,7 @@ from typing import Any
 import taskforge
 from generators.env_detect import detect_env
 from generators.sources import RepoSnapshot, resolve_source
+from sandboxes.local import full_suite_paths
 from sandboxes.protocol import RunRequest, Sandbox
 from taskforge.baseline import Baseline, compute_baseline
 from taskforge.coverage_map import CoverageMap, coverage_percent, covered_entities, statement_lines
@@ -191,7 +192,7 @@ def build_profile(source: str, settings: Settings, sandbox: Sandbox, *, rev: str
 
 
 def _check_run(report: TestReport, snapshot: RepoSnapshot, env: PreparedEnv, timeout_s: float) -> None:
-    args = " ".join(("pytest", *env.spec.pytest_args, *env.spec.test_paths))
+    args = " ".join(("pytest", *env.spec.pytest_args, *full_suite_paths(env.spec)))
     last = _last_line(report.output_tail)
     if report.timed_out:
         raise SandboxTimeout(f"the test suite of {snapshot.slug} ran past {timeout_s:.0f}s and was killed "
