@@ -20,6 +20,7 @@ To add a policy, add one ``name -> "module:factory"`` line to ``POLICY_FACTORIES
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import importlib
 import json
@@ -174,9 +175,12 @@ class SimulatedPolicy:
         return {"loss": loss / count if count else 0.0, "skill": self.skill}
 
     def state_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "skill": self.skill, "rng": self._rng.bit_generator.state}
+        return {"name": self.name, "skill": self.skill, "seed": self.options.seed,
+                "rng": self._rng.bit_generator.state}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        # The seed fixes each task's latent difficulty: it is part of the learner, not just of its RNG.
+        self.options = dataclasses.replace(self.options, seed=int(state["seed"]))
         self.skill = float(state["skill"])
         self._rng.bit_generator.state = state["rng"]
 
