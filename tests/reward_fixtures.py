@@ -170,3 +170,36 @@ def fetch_inflection(dest: Path) -> Path:
     subprocess.run(["rm", "-rf", str(tree / "docs" / "__pycache__"), str(tree / "inflection.egg-info")],
                    check=True, timeout=60)
     return tree
+
+
+def broken_tree(task: Task, trees: object, dest: Path) -> Path:
+    """The workspace an agent gets, as a git repository (so hacks can be written as `git diff`)."""
+    from taskforge.dataset.repos import apply_patch
+
+    dest.mkdir(parents=True)
+    trees.materialize(task, dest)  # type: ignore[attr-defined]
+    apply_patch(dest, task.setup_patch, what="setup_patch")
+    git(dest, "init", "-q")
+    git(dest, "add", "-A")
+    git(dest, "commit", "-qm", "broken")
+    return dest
+
+
+def make_patch(task: Task, trees: object, work: Path, *, write: dict[str, str] | None = None,
+               append: dict[str, str] | None = None, delete: tuple[str, ...] = (),
+               links: dict[str, str] | None = None) -> str:
+    """An agent patch (``git diff --binary`` against the broken workspace) doing the given edits."""
+    ws = broken_tree(task, trees, work / f"agent-{len(list(work.iterdir()))}")
+    for rel, text in (write or {}).items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(text)
+    for rel, text in (append or {}).items():
+        (ws / rel).write_text((ws / rel).read_text() + "\n" + text)
+    for rel in delete:
+        (ws / rel).unlink()
+    for rel, target in (links or {}).items():
+        if (ws / rel).exists():
+            (ws / rel).unlink()
+        (ws / rel).symlink_to(target)
+    git(ws, "add", "-A")
+    return git(ws, "diff", "--cached", "--binary")
