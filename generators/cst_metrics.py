@@ -95,3 +95,21 @@ def docstring(node: cst.FunctionDef | cst.ClassDef | cst.Module) -> str:
         return node.get_docstring(clean=True) or ""
     except Exception:  # libcst raises on exotic string prefixes; a missing docstring is the honest answer
         return ""
+
+
+class _Calls(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = cst.helpers.get_full_name_for_node(node.func)
+        if name:
+            self.names.add(name)
+
+
+def called_names(nodes: list[cst.CSTNode]) -> set[str]:
+    """Distinct dotted names called anywhere in ``nodes`` (``f``, ``self.g``, ``re.sub``)."""
+    v = _Calls()
+    for node in nodes:
+        node.visit(v)
+    return v.names

@@ -61,6 +61,20 @@ def index_file(text: str, rel: str, module: str, is_test: bool) -> FileFacts | s
     return facts
 
 
+def absolute_name(name: str, module: str, is_package: bool) -> str:
+    """Resolve a relative dotted name (``.mod.f``, ``..pkg``) against ``module``."""
+    dots = len(name) - len(name.lstrip("."))
+    if dots == 0:
+        return name
+    parts = module.split(".") if module else []
+    if not is_package:
+        parts = parts[:-1]
+    if dots > 1:
+        parts = parts[: len(parts) - (dots - 1)] if len(parts) >= dots - 1 else []
+    rest = name[dots:]
+    return ".".join([*parts, rest] if rest else parts)
+
+
 def _line_count(text: str) -> int:
     return max(1, text.count("\n") + (0 if text.endswith("\n") else 1))
 
@@ -92,17 +106,7 @@ class _Visitor(cst.CSTVisitor):
         return next((fr.qualname for fr in reversed(self.stack) if fr.qualname), "")
 
     def _absolute(self, name: str) -> str:
-        """Resolve a relative dotted name (``.mod.f``, ``..pkg``) against this file's module."""
-        dots = len(name) - len(name.lstrip("."))
-        if dots == 0:
-            return name
-        parts = self.f.module.split(".") if self.f.module else []
-        if not self.is_package:
-            parts = parts[:-1]
-        if dots > 1:
-            parts = parts[: len(parts) - (dots - 1)] if len(parts) >= dots - 1 else []
-        rest = name[dots:]
-        return ".".join([*parts, rest] if rest else parts)
+        return absolute_name(name, self.f.module, self.is_package)
 
     def _ref(self, node: cst.CSTNode, kind: str, candidates: tuple[str, ...], **kw: object) -> None:
         self.f.refs.append(RawRef(self.f.file, self._line(node), kind, self._in_entity(), self.f.is_test,

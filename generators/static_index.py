@@ -80,7 +80,7 @@ class StaticIndex:
         """Entities defined inside ``qualname`` (methods of a class; everything of a module)."""
         owner = self.entity(qualname)
         return tuple(e for e in self.in_file(owner.file)
-                     if e.qualname != qualname and _inside(e, owner))
+                     if e.qualname != qualname and contains(owner, e))
 
     def referrers(self, qualname: str, include_tests: bool = True,
                   kinds: Iterable[str] | None = None) -> tuple[Reference, ...]:
@@ -105,7 +105,7 @@ class StaticIndex:
         wanted = set(kinds) if kinds is not None else None
         out: set[str] = set()
         for e in self.entities:
-            if e.qualname == qualname or _inside(e, owner):
+            if e.qualname == qualname or contains(owner, e):
                 continue
             for r in e.references:
                 if not r.is_test and (wanted is None or r.kind in wanted) and self.ref_inside(r, owner):
@@ -136,7 +136,8 @@ class StaticIndex:
                    parse_errors=tuple(d.get("parse_errors", ())))
 
 
-def _inside(inner: Entity, outer: Entity) -> bool:
+def contains(outer: Entity, inner: Entity) -> bool:
+    """Whether ``inner`` is defined inside ``outer`` (a member of a class, anything of a module)."""
     if inner.file != outer.file or inner.qualname == outer.qualname:
         return False
     if outer.kind is EntityKind.MODULE:

@@ -1,0 +1,347 @@
+"""libcst edits shared by the deletion strategies; untouched code keeps its exact bytes.
+
+``edit_file`` applies, in one transformer pass over one file: removal of definitions, body
+replacement (stubs), removal of chosen import aliases (re-exports, imports of a removed module) and of
+``__all__`` entries. ``drop_unused_imports`` then removes the imports that *the edit* made unused
+(used before, unused after; names still mentioned in string literals are kept). ``dangling_names``
+is the safety net: names the edit unbound that the remaining code still uses.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from generators import cst_metrics
+from generators.index_visitor import absolute_name
+
+DefKey = tuple[str, int]  # (qualified name, first line incl. decorators)
+BodyMaker = Callable[[cst.FunctionDef], cst.BaseSuite]
+
+
+@dataclass(frozen=True, slots=True)
+class FileEdit:
+    module: str  # dotted module name of the file ("" when unknown)
+    remove_defs: frozenset[DefKey] = frozenset()
+    replace_bodies: Mapping[DefKey, BodyMaker] = field(default_factory=dict)
+    remove_imports: Mapping[int, frozenset[str]] = field(default_factory=dict)  # line -> names ("*" = all)
+    remove_all_names: frozenset[str] = frozenset()
+    remove_import_modules: frozenset[str] = frozenset()  # absolute module names: drop every import of them
+    is_package: bool = False  # the file is a package's __init__.py (for relative imports)
+
+
+@dataclass(slots=True)
+class EditResult:
+    text: str
+    removed_bindings: set[str]  # module-level names the edit unbound
+    removed_nodes: list[cst.CSTNode]  # original nodes removed or replaced (for metrics)
+    matched: set[DefKey]
+
+
+def raise_not_implemented(fn: cst.FunctionDef) -> cst.BaseSuite:
+    """The stub body: the docstring (if any) then ``raise NotImplementedError``."""
+    stmt = cst.Raise(exc=cst.Name("NotImplementedError"))
+    if isinstance(fn.body, cst.SimpleStatementSuite):
+        return cst.SimpleStatementSuite(body=[stmt])
+    body = fn.body
+    assert isinstance(body, cst.IndentedBlock)
+    doc = cst_metrics.docstring_statement(body)
+    lines: list[cst.BaseStatement] = [doc] if doc is not None else []
+    lines.append(cst.SimpleStatementLine(body=[stmt]))
+    footer = [line for line in body.footer if line.comment is None]
+    return body.with_changes(body=lines, footer=footer)
+
+
+def _alias_binding(alias: cst.ImportAlias, from_import: bool) -> str:
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value
+    full = cst.helpers.get_full_name_for_node(alias.name) or ""
+    return full if from_import else full.split(".", 1)[0]
+
+
+class _Editor(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, edit: FileEdit) -> None:
+        super().__init__()
+        self.e = edit
+        self.names: list[str] = []
+        self.result_bindings: set[str] = set()
+        self.removed: list[cst.CSTNode] = []
+        self.matched: set[DefKey] = set()
+
+    def _line(self, node: cst.CSTNode) -> int:
+        return self.get_metadata(PositionProvider, node).start.line
+
+    def _key(self, node: cst.FunctionDef | cst.ClassDef) -> DefKey:
+        qual = ".".join([self.e.module, *self.names] if self.e.module else self.names)
+        start = self._line(node.decorators[0]) if node.decorators else self._line(node)
+        return qual, start
+
+    def _visit_def(self, node: cst.FunctionDef | cst.ClassDef) -> None:
+        self.names.append(node.name.value)
+
+    def _leave_def(self, original: cst.FunctionDef | cst.ClassDef,
+                   updated: cst.FunctionDef | cst.ClassDef) -> cst.BaseStatement | cst.RemovalSentinel:
+        key = self._key(original)
+        self.names.pop()
+        if key in self.e.remove_defs:
+            self.matched.add(key)
+            self.removed.append(original)
+            if not self.names:  # a module-level name is no longer bound
+                self.result_bindings.add(original.name.value)
+            return cst.RemovalSentinel.REMOVE
+        maker = self.e.replace_bodies.get(key)
+        if maker is not None and isinstance(updated, cst.FunctionDef):
+            self.matched.add(key)
+            self.removed.append(original)
+            return updated.with_changes(body=maker(updated))
+        return updated
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._visit_def(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+                          ) -> cst.BaseStatement | cst.RemovalSentinel:
+        return self._leave_def(original_node, updated_node)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._visit_def(node)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef
+                       ) -> cst.BaseStatement | cst.RemovalSentinel:
+        return self._leave_def(original_node, updated_node)
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+                            ) -> cst.IndentedBlock:
+        if not updated_node.body:  # everything in it was removed: keep the block valid
+            return updated_node.with_changes(body=[cst.SimpleStatementLine(body=[cst.Pass()])])
+        return updated_node
+
+    # -- imports --------------------------------------------------------------------------------
+    def _wanted(self, node: cst.Import | cst.ImportFrom) -> frozenset[str] | None:
+        return self.e.remove_imports.get(self._line(node))
+
+    def _gone_module(self, name: str) -> bool:
+        return any(name == m or name.startswith(m + ".") for m in self.e.remove_import_modules)
+
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import
+                     ) -> cst.Import | cst.RemovalSentinel:
+        wanted = set(self._wanted(original_node) or ())
+        if self.e.remove_import_modules and not self.names:
+            wanted |= {full for a in updated_node.names
+                       if self._gone_module(full := cst.helpers.get_full_name_for_node(a.name) or "")}
+        if not wanted:
+            return updated_node
+        return self._filter(updated_node, frozenset(wanted), from_import=False)  # type: ignore[return-value]
+
+    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
+                         ) -> cst.ImportFrom | cst.RemovalSentinel:
+        wanted = self._wanted(original_node)
+        if self.e.remove_import_modules and not self.names:
+            mod = cst.helpers.get_full_name_for_node(updated_node.module) if updated_node.module else ""
+            absolute = absolute_name("." * len(updated_node.relative) + (mod or ""), self.e.module,
+                                     self.e.is_package)
+            if self._gone_module(absolute):
+                wanted = frozenset({"*"})
+        if not wanted:
+            return updated_node
+        if "*" in wanted or isinstance(updated_node.names, cst.ImportStar):
+            if not isinstance(updated_node.names, cst.ImportStar):
+                self.result_bindings.update(_alias_binding(a, True) for a in updated_node.names)
+            self.removed.append(original_node)
+            return cst.RemovalSentinel.REMOVE
+        return self._filter(updated_node, wanted, from_import=True)  # type: ignore[return-value]
+
+    def _filter(self, node: cst.Import | cst.ImportFrom, wanted: frozenset[str], from_import: bool
+                ) -> cst.Import | cst.ImportFrom | cst.RemovalSentinel:
+        assert not isinstance(node.names, cst.ImportStar)
+        keep: list[cst.ImportAlias] = []
+        dropped: list[cst.ImportAlias] = []
+        for alias in node.names:
+            full = cst.helpers.get_full_name_for_node(alias.name) or ""
+            (dropped if full in wanted else keep).append(alias)
+        if not dropped:
+            return node
+        self.removed.append(node)
+        self.result_bindings.update(_alias_binding(a, from_import) for a in dropped)
+        if not keep:
+            return cst.RemovalSentinel.REMOVE
+        return node.with_changes(names=_fix_commas(node.names, keep))
+
+    # -- __all__ ----------------------------------------------------------------------------------
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        if self.names or not self.e.remove_all_names:
+            return updated_node
+        if any(isinstance(t.target, cst.Name) and t.target.value == "__all__" for t in updated_node.targets):
+            return updated_node.with_changes(value=self._strip_all(updated_node.value))
+        return updated_node
+
+    def leave_AugAssign(self, original_node: cst.AugAssign, updated_node: cst.AugAssign) -> cst.AugAssign:
+        if not self.names and isinstance(updated_node.target, cst.Name) and updated_node.target.value == "__all__":
+            return updated_node.with_changes(value=self._strip_all(updated_node.value))
+        return updated_node
+
+    def _strip_all(self, value: cst.BaseExpression) -> cst.BaseExpression:
+        if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+            elements = list(value.elements)
+            keep = [el for el in elements if not (isinstance(el.value, cst.SimpleString)
+                                                  and el.value.evaluated_value in self.e.remove_all_names)]
+            if len(keep) == len(elements):
+                return value
+            if isinstance(value, cst.Tuple) and len(keep) == 1 and not value.lpar:
+                return value  # unparenthesized one-tuple edge case: leave as is
+            return value.with_changes(elements=_fix_commas(elements, keep))
+        if isinstance(value, cst.BinaryOperation):
+            return value.with_changes(left=self._strip_all(value.left), right=self._strip_all(value.right))
+        return value
+
+
+def _fix_commas(original: object, keep: list) -> list:  # type: ignore[type-arg]
+    """Keep the original trailing-comma style when the last element of a sequence was dropped."""
+    seq = list(original)  # type: ignore[call-overload]
+    if not keep or keep[-1] is seq[-1]:
+        return keep
+    last = keep[-1].with_changes(comma=seq[-1].comma)
+    return [*keep[:-1], last]
+
+
+def edit_file(text: str, edit: FileEdit) -> EditResult:
+    tree = cst.parse_module(text)
+    editor = _Editor(edit)
+    new = MetadataWrapper(tree, unsafe_skip_copy=True).visit(editor)
+    return EditResult(new.code, editor.result_bindings, editor.removed, editor.matched)
+
+
+# ---------------------------------------------------------------------------------------------------
+# names: used, bound, dangling
+# ---------------------------------------------------------------------------------------------------
+class _Names(cst.CSTVisitor):
+    """Name uses outside import statements (attribute names and keywords excluded), strings, bindings."""
+
+    def __init__(self) -> None:
+        self.used: dict[str, list[cst.Name]] = {}
+        self.strings: list[str] = []
+        self.bound: set[str] = set()
+        self._skip: set[int] = set()
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        self.bound.update(_alias_binding(a, False) for a in node.names)
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        if not isinstance(node.names, cst.ImportStar):
+            self.bound.update(_alias_binding(a, True) for a in node.names)
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._skip.add(id(node.name))
+        self.bound.add(node.name.value)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._skip.add(id(node.name))
+        self.bound.add(node.name.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._skip.add(id(node.attr))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self._skip.add(id(node.keyword))
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        if isinstance(node.target, cst.Name):
+            self.bound.add(node.target.value)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) not in self._skip:
+            self.used.setdefault(node.value, []).append(node)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.strings.append(node.value)
+
+
+def _names(tree: cst.Module) -> _Names:
+    v = _Names()
+    tree.visit(v)
+    return v
+
+
+def _mentioned_in_strings(name: str, strings: list[str]) -> bool:
+    pat = re.compile(rf"\b{re.escape(name)}\b")
+    return any(pat.search(s) for s in strings)
+
+
+class _DropImports(cst.CSTTransformer):
+    def __init__(self, dead: set[str]) -> None:
+        super().__init__()
+        self.dead = dead
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False  # function-local imports belong to code the edit did not touch
+
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import
+                     ) -> cst.Import | cst.RemovalSentinel:
+        keep = [a for a in updated_node.names if _alias_binding(a, False) not in self.dead]
+        if len(keep) == len(updated_node.names):
+            return updated_node
+        return cst.RemovalSentinel.REMOVE if not keep else updated_node.with_changes(
+            names=_fix_commas(updated_node.names, keep))
+
+    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
+                         ) -> cst.ImportFrom | cst.RemovalSentinel:
+        if isinstance(updated_node.names, cst.ImportStar) or updated_node.module is not None and \
+                cst.helpers.get_full_name_for_node(updated_node.module) == "__future__":
+            return updated_node
+        keep = [a for a in updated_node.names if _alias_binding(a, True) not in self.dead]
+        if len(keep) == len(updated_node.names):
+            return updated_node
+        return cst.RemovalSentinel.REMOVE if not keep else updated_node.with_changes(
+            names=_fix_commas(updated_node.names, keep))
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+                            ) -> cst.IndentedBlock:
+        if not updated_node.body:
+            return updated_node.with_changes(body=[cst.SimpleStatementLine(body=[cst.Pass()])])
+        return updated_node
+
+
+def drop_unused_imports(before: str, after: str) -> tuple[str, set[str]]:
+    """Remove module-level imports that ``after`` no longer uses but ``before`` did."""
+    old, new_tree = _names(cst.parse_module(before)), cst.parse_module(after)
+    new = _names(new_tree)
+    dead = {b for b in new.bound if b in old.used and b not in new.used
+            and not _mentioned_in_strings(b, new.strings)}
+    imported = _imported_bindings(new_tree)
+    dead &= imported
+    if not dead:
+        return after, set()
+    return new_tree.visit(_DropImports(dead)).code, dead
+
+
+def _imported_bindings(tree: cst.Module) -> set[str]:
+    out: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Import(self, node: cst.Import) -> None:
+            out.update(_alias_binding(a, False) for a in node.names)
+
+        def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+            if not isinstance(node.names, cst.ImportStar):
+                out.update(_alias_binding(a, True) for a in node.names)
+
+    tree.visit(V())
+    return out
+
+
+def dangling_names(text: str, unbound: set[str]) -> list[str]:
+    """Names in ``unbound`` that ``text`` still uses without binding them anywhere."""
+    names = _names(cst.parse_module(text))
+    return sorted(n for n in unbound if n in names.used and n not in names.bound)

@@ -1,0 +1,117 @@
+"""Turn a plan (which entities go, which import lines and ``__all__`` names go) into a ``Deletion``.
+
+Shared by the three strategies: reads the touched files, edits each with ``generators.cst_edit``,
+drops the imports the edit made unused, checks that no removed name is still used and that every
+file still compiles, and computes the metrics ``Deletion`` carries.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import libcst as cst
+
+from generators import cst_edit, cst_metrics
+from generators.deletion import Deletion, removed_lines
+from generators.static_index import StaticIndex, contains
+from taskforge.entities import Entity, Reference
+from taskforge.outcomes import Rejected, RejectReason
+
+USE_KINDS = frozenset({"call", "name", "attribute"})
+
+
+def top_level(entities: Iterable[Entity], index: StaticIndex) -> list[Entity]:
+    """Entities not defined inside another entity of the same collection."""
+    es = list(entities)
+    return [e for e in es if not any(contains(o, e) for o in es)]
+
+
+def fan_in(deleted: set[str], index: StaticIndex) -> int:
+    """Uses of the deleted entities from non-test code outside them."""
+    owners = [index.entity(q) for q in deleted]
+    n = 0
+    for q in deleted:
+        for r in index.entity(q).references:
+            if r.is_test or r.kind not in USE_KINDS:
+                continue
+            if not any(index.ref_inside(r, o) for o in owners):
+                n += 1
+    return n
+
+
+def build(strategy: str, target: Entity, deleted: list[str], index: StaticIndex, repo_root: Path,
+          edits: Mapping[str, cst_edit.FileEdit], *, delete_files: Iterable[str] = (),
+          dependents: Iterable[str] = (), helpers: Iterable[str] = (), notes: Iterable[str] = (),
+          candidate_id: str = "") -> Deletion | Rejected:
+    """Apply ``edits`` (per file) and ``delete_files``; return the ``Deletion`` or why it cannot be done."""
+    cid = candidate_id or f"{strategy}:{target.qualname}"
+    before: dict[str, str | None] = {}
+    after: dict[str, str | None] = {}
+    removed_nodes: list[cst.CSTNode] = []
+    unbound: dict[str, set[str]] = defaultdict(set)
+    for rel in sorted(set(edits) | set(delete_files)):
+        try:
+            before[rel] = (Path(repo_root) / rel).read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            return Rejected(cid, RejectReason.TRANSFORM_FAILED, f"cannot read {rel}: {exc}")
+    for rel in delete_files:
+        after[rel] = None
+        removed_nodes.append(cst.parse_module(before[rel] or ""))
+    for rel, edit in sorted(edits.items()):
+        if rel in after:
+            continue
+        text = before[rel] or ""
+        try:
+            result = cst_edit.edit_file(text, edit)
+        except cst.ParserSyntaxError as exc:
+            return Rejected(cid, RejectReason.TRANSFORM_FAILED, f"libcst cannot parse {rel}: {exc}")
+        wanted = set(edit.remove_defs) | set(edit.replace_bodies)
+        missing = wanted - result.matched
+        if missing:
+            return Rejected(cid, RejectReason.TRANSFORM_FAILED,
+                            f"{rel}: definitions not found where the index put them: {sorted(missing)}")
+        new_text, dropped = cst_edit.drop_unused_imports(text, result.text)
+        removed_nodes.extend(result.removed_nodes)
+        unbound[rel] |= result.removed_bindings
+        after[rel] = new_text
+        if dropped:
+            notes = [*notes, f"{rel}: removed imports made unused: {', '.join(sorted(dropped))}"]
+    # Safety net: nothing left may use a name the deletion unbound, and every file must compile.
+    for rel, new in after.items():
+        if new is None:
+            continue
+        dangling = cst_edit.dangling_names(new, unbound.get(rel, set()))
+        if dangling:
+            return Rejected(cid, RejectReason.DEPENDENTS_REMAIN,
+                            f"{rel} still uses {', '.join(dangling)} after the deletion")
+        try:
+            compile(new, rel, "exec")
+        except SyntaxError as exc:
+            return Rejected(cid, RejectReason.TRANSFORM_FAILED, f"{rel} no longer compiles: {exc}")
+    changed = {k for k in after if after[k] != before.get(k)}
+    if not changed:
+        return Rejected(cid, RejectReason.TRIVIAL_BODY, "the deletion changes nothing")
+    ents = [index.entity(q) for q in deleted if q in index]
+    tops = top_level(ents, index)
+    return Deletion(
+        strategy=strategy, target=target.qualname, deleted=tuple(deleted),
+        files_before={k: before[k] for k in sorted(changed)}, files_after={k: after[k] for k in sorted(changed)},
+        lines_deleted=removed_lines({k: before[k] for k in changed}, {k: after[k] for k in changed}),
+        statements_deleted=sum(e.statements for e in tops), complexity=sum(e.complexity for e in tops),
+        fan_in=fan_in(set(deleted) & {e.qualname for e in ents}, index),
+        fan_out=len(cst_metrics.called_names(removed_nodes)),
+        dependents=tuple(dependents), helpers=tuple(helpers), notes=tuple(notes),
+    )
+
+
+def module_name_of(file: str, index: StaticIndex) -> str:
+    mod = index.module_for_file(file)
+    return mod.qualname if mod is not None else ""
+
+
+def is_use(ref: Reference) -> bool:
+    """A reference that needs the entity at run time (a function-local import counts)."""
+    return not ref.is_test and (ref.kind in USE_KINDS or (ref.kind in ("import", "reexport")
+                                                          and bool(ref.in_entity)))
