@@ -1,0 +1,255 @@
+"""Hide the FAIL_TO_PASS tests from the agent's workspace (libcst), keeping the rest byte-for-byte.
+
+``hide_tests(repo_root, fail_to_pass)`` groups the node ids by file and, per file:
+- removes the whole file when every test pytest would collect from it is hidden;
+- else removes the hidden test functions / methods (a parametrized id hides its whole function, a
+  class whose tests are all hidden goes as a whole), then the test helpers of that file (module-level
+  functions, fixtures, classes; helper methods of a test class) that only removed code used,
+  transitively, then the imports that the removal made unused.
+With ``index`` and ``deleted`` it also removes, from the test files that remain, module-level imports
+of the deleted entities, so the remaining tests still collect. The test patch restores all of it.
+
+Node ids that name no test function found statically (doctests, generated tests) are returned in
+``unmatched``: such a candidate cannot be hidden reliably and the caller should reject it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from generators import cst_edit
+from generators.static_index import StaticIndex
+from taskforge.entities import EntityKind
+
+TestPath = tuple[str, ...]  # ("TestClass", "test_method") or ("test_function",)
+
+
+@dataclass(frozen=True, slots=True)
+class HiddenTests:
+    hidden: tuple[str, ...]  # "file::Class::test" ids of the removed test functions (parametrization collapsed)
+    files_before: Mapping[str, str | None]
+    files_after: Mapping[str, str | None]
+    removed_files: tuple[str, ...] = ()
+    helpers: tuple[str, ...] = ()  # "file::name" test helpers removed with them
+    unmatched: tuple[str, ...] = ()  # FAIL_TO_PASS ids with no statically found test function
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def hides(self, nodeid: str) -> bool:
+        """Whether ``nodeid`` (any parametrization) belongs to a hidden test."""
+        return normalize_nodeid(nodeid) in self.hidden or any(
+            normalize_nodeid(nodeid).startswith(h + "::") for h in self.hidden)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"hidden": list(self.hidden), "files_before": dict(self.files_before),
+                "files_after": dict(self.files_after), "removed_files": list(self.removed_files),
+                "helpers": list(self.helpers), "unmatched": list(self.unmatched), "notes": list(self.notes)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> HiddenTests:
+        return cls(tuple(d["hidden"]), dict(d["files_before"]), dict(d["files_after"]),
+                   tuple(d.get("removed_files", ())), tuple(d.get("helpers", ())),
+                   tuple(d.get("unmatched", ())), tuple(d.get("notes", ())))
+
+
+def normalize_nodeid(nodeid: str) -> str:
+    """``tests/t.py::C::test_x[1-2]`` -> ``tests/t.py::C::test_x``."""
+    return nodeid.split("[", 1)[0]
+
+
+# ---------------------------------------------------------------------------------------------------
+# scanning a test file
+# ---------------------------------------------------------------------------------------------------
+@dataclass(slots=True)
+class _Def:
+    path: TestPath
+    line: int  # first line incl. decorators
+    is_test: bool
+    is_class: bool
+    params: tuple[str, ...] = ()
+
+
+class _Scan(cst.CSTVisitor):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.defs: list[_Def] = []
+        self.stack: list[tuple[str, bool]] = []  # (name, is_class)
+        self.uses: list[tuple[str, TestPath]] = []  # (name, enclosing def path) ; "" path = module level
+        self.attr_uses: list[tuple[str, TestPath]] = []  # self.x / cls.x inside a class
+        self.strings: list[tuple[str, TestPath]] = []
+        self._skip: set[int] = set()
+
+    def _path(self) -> TestPath:
+        return tuple(n for n, _ in self.stack)
+
+    def _start(self, node: cst.FunctionDef | cst.ClassDef) -> int:
+        first = node.decorators[0] if node.decorators else node
+        return self.get_metadata(PositionProvider, first).start.line
+
+    def _collectable(self) -> bool:
+        """Directly at module level, or directly in a chain of classes."""
+        return all(is_class for _, is_class in self.stack)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._skip.add(id(node.name))
+        if self._collectable():
+            in_class = bool(self.stack)
+            is_test = node.name.value.startswith("test") and (not in_class or self._test_class_chain())
+            params = tuple(p.name.value for p in [*node.params.posonly_params, *node.params.params,
+                                                   *node.params.kwonly_params])
+            self.defs.append(_Def((*self._path(), node.name.value), self._start(node), is_test, False, params))
+        self.stack.append((node.name.value, False))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.stack.pop()
+
+    def _test_class_chain(self) -> bool:
+        classes = [d for d in self.defs if d.is_class and d.path == self._path()]
+        return bool(classes) and classes[-1].is_test
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._skip.add(id(node.name))
+        if self._collectable():
+            bases = [cst.helpers.get_full_name_for_node(a.value) or "" for a in node.bases]
+            is_test = node.name.value.startswith("Test") or any(b.endswith("TestCase") for b in bases)
+            self.defs.append(_Def((*self._path(), node.name.value), self._start(node), is_test, True))
+        self.stack.append((node.name.value, True))
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.stack.pop()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._skip.add(id(node.attr))
+        if isinstance(node.value, cst.Name) and node.value.value in ("self", "cls"):
+            self.attr_uses.append((node.attr.value, self._path()))
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self._skip.add(id(node.name))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) not in self._skip:
+            self.uses.append((node.value, self._path()))
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.strings.append((node.value, self._path()))
+
+
+def _scan(text: str) -> _Scan:
+    scan = _Scan()
+    MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True).visit(scan)
+    return scan
+
+
+def _within(path: TestPath, removed: set[TestPath]) -> bool:
+    return any(path[: len(r)] == r for r in removed)
+
+
+def _plan_file(scan: _Scan, wanted: set[TestPath]) -> tuple[set[TestPath], set[TestPath], bool]:
+    """``(removed test defs, removed helpers, whole file)`` for the hidden tests of one file."""
+    tests = {d.path for d in scan.defs if d.is_test and not d.is_class}
+    removed = {p for p in tests if p in wanted}
+    if tests and tests <= removed:
+        return removed, set(), True
+    # a test class whose tests are all hidden goes as a whole
+    for d in scan.defs:
+        if d.is_class and d.is_test:
+            inner = {p for p in tests if p[: len(d.path)] == d.path}
+            if inner and inner <= removed and not any(n == d.path[-1] and not _within(where, {d.path})
+                                                      for n, where in scan.uses):
+                removed.add(d.path)
+    helpers: set[TestPath] = set()
+    changed = True
+    while changed:
+        changed = False
+        gone = removed | helpers
+        for d in scan.defs:
+            if d.is_test or d.path in gone or _within(d.path, gone):
+                continue
+            name = d.path[-1]
+            if len(d.path) == 1:
+                uses = [where for n, where in scan.uses if n == name and not _within(where, {d.path})]
+                uses += [dd.path for dd in scan.defs if name in dd.params and dd.path != d.path]
+            else:  # a helper method of a class: self.name uses inside that class
+                uses = [where for n, where in scan.attr_uses if n == name
+                        and where[: len(d.path) - 1] == d.path[:-1] and not _within(where, {d.path})]
+            uses += [where for s, where in scan.strings if re.search(rf"\b{re.escape(name)}\b", s)
+                     and not _within(where, {d.path})]
+            if uses and all(w and _within(w, gone) for w in uses):
+                helpers.add(d.path)
+                changed = True
+    return removed, helpers, False
+
+
+def hide_tests(repo_root: Path, fail_to_pass: Iterable[str], index: StaticIndex | None = None,
+               deleted: Iterable[str] = ()) -> HiddenTests:
+    """Remove the ``fail_to_pass`` tests (and what only they used) from the files under ``repo_root``."""
+    repo_root = Path(repo_root)
+    wanted: dict[str, set[TestPath]] = defaultdict(set)
+    for nid in fail_to_pass:
+        parts = normalize_nodeid(nid).split("::")
+        wanted[parts[0]].add(tuple(parts[1:]))
+    before: dict[str, str | None] = {}
+    after: dict[str, str | None] = {}
+    hidden: list[str] = []
+    unmatched: list[str] = []
+    helpers_out: list[str] = []
+    removed_files: list[str] = []
+    notes: list[str] = []
+    import_edits = _test_import_edits(index, set(deleted)) if index is not None else {}
+    modules = frozenset(q for q in deleted if index is not None and (e := index.get(q)) is not None
+                        and e.kind is EntityKind.MODULE)
+    for rel in sorted(set(wanted) | set(import_edits)):
+        path = repo_root / rel
+        if not path.is_file():
+            unmatched.extend(f"{rel}::{'::'.join(p)}" for p in sorted(wanted.get(rel, ())))
+            continue
+        text = path.read_bytes().decode("utf-8")
+        scan = _scan(text)
+        want = wanted.get(rel, set())
+        known = {d.path for d in scan.defs if d.is_test and not d.is_class}
+        unmatched.extend(f"{rel}::{'::'.join(p)}" for p in sorted(want - known))
+        removed, helpers, whole = _plan_file(scan, want & known)
+        hidden.extend(f"{rel}::{'::'.join(p)}" for p in sorted(want & known))
+        before[rel] = text
+        if whole:
+            after[rel] = None
+            removed_files.append(rel)
+            continue
+        lines = {d.path: d.line for d in scan.defs}
+        gone = {p for p in removed | helpers if not _within(p, (removed | helpers) - {p})}
+        edit = cst_edit.FileEdit(module="", remove_defs=frozenset((".".join(p), lines[p]) for p in gone),
+                                 remove_imports=import_edits.get(rel, {}), remove_import_modules=modules)
+        result = cst_edit.edit_file(text, edit)
+        new_text, dropped = cst_edit.drop_unused_imports(text, result.text)
+        after[rel] = new_text
+        helpers_out.extend(f"{rel}::{'::'.join(p)}" for p in sorted(helpers))
+        if dropped:
+            notes.append(f"{rel}: removed imports made unused: {', '.join(sorted(dropped))}")
+    changed = {k for k in before if before[k] != after.get(k)}
+    return HiddenTests(
+        hidden=tuple(hidden), files_before={k: before[k] for k in sorted(changed)},
+        files_after={k: after[k] for k in sorted(changed)}, removed_files=tuple(removed_files),
+        helpers=tuple(helpers_out), unmatched=tuple(unmatched), notes=tuple(notes),
+    )
+
+
+def _test_import_edits(index: StaticIndex, deleted: set[str]) -> dict[str, dict[int, frozenset[str]]]:
+    """Module-level imports of deleted entities in test files: ``{file: {line: names}}``."""
+    out: dict[str, dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for q in deleted:
+        e = index.get(q)
+        if e is None:
+            continue
+        for r in e.references:
+            if r.is_test and r.kind == "import" and not r.in_entity:
+                out[r.file][r.line].update({q.rsplit(".", 1)[-1], q})
+    return {f: {line: frozenset(names) for line, names in d.items()} for f, d in out.items()}

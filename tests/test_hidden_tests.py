@@ -1,0 +1,121 @@
+"""Golden before/after tests of hiding FAIL_TO_PASS tests with libcst."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from generators.hidden_tests import hide_tests, normalize_nodeid
+from generators.static_index import build_index
+from taskforge import patches
+from taskforge.environment import EnvSpec
+
+T_MIXED = '''import json
+import pytest
+
+from pkg.core import area, other
+
+
+@pytest.fixture
+def radius():
+    return 2
+
+
+def _expected(r):
+    return 3.14 * r * r
+
+
+def _shared():
+    return 1
+
+
+@pytest.mark.parametrize("r", [1, 2])
+def test_area(r, radius):
+    assert area(r) == _expected(r)
+
+
+def test_other():
+    assert other() == _shared()   # keep me
+
+
+class TestBoth:
+    def _helper(self):
+        return json.dumps({})
+
+    def test_a(self):
+        assert self._helper()
+
+    def test_b(self):
+        assert other()
+
+
+class TestOnlyHidden:
+    def test_x(self):
+        assert area(1)
+'''
+T_ALL = '''from pkg.core import area
+
+
+def test_one():
+    assert area(1)
+'''
+T_UNTOUCHED = "def test_keep():\n    assert True\n"
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    files = {"tests/test_mixed.py": T_MIXED, "tests/test_all.py": T_ALL, "tests/test_untouched.py": T_UNTOUCHED,
+             "pkg/__init__.py": "", "pkg/core.py": "def area(r):\n    return r\n\n\ndef other():\n    return 1\n"}
+    patches.write_tree(files, tmp_path)
+    return tmp_path
+
+
+def test_hides_functions_parametrized_methods_classes_and_their_helpers(repo: Path) -> None:
+    h = hide_tests(repo, ["tests/test_mixed.py::test_area[1]", "tests/test_mixed.py::test_area[2]",
+                          "tests/test_mixed.py::TestBoth::test_a", "tests/test_mixed.py::TestOnlyHidden::test_x",
+                          "tests/test_all.py::test_one"])
+    assert h.unmatched == ()
+    assert h.removed_files == ("tests/test_all.py",) and h.files_after["tests/test_all.py"] is None
+    assert set(h.files_after) == {"tests/test_all.py", "tests/test_mixed.py"}  # test_untouched.py untouched
+    # json and pytest were only used by the removed code: their imports go too
+    assert h.files_after["tests/test_mixed.py"] == (
+        "\nfrom pkg.core import other\n\n\ndef _shared():\n    return 1\n\n\n"
+        "def test_other():\n    assert other() == _shared()   # keep me\n\n\n"
+        "class TestBoth:\n\n    def test_b(self):\n        assert other()\n")
+    assert set(h.helpers) == {"tests/test_mixed.py::radius", "tests/test_mixed.py::_expected",
+                              "tests/test_mixed.py::TestBoth::_helper"}
+    assert h.hides("tests/test_mixed.py::test_area[7]") and not h.hides("tests/test_mixed.py::test_other")
+    assert h.hides("tests/test_mixed.py::TestOnlyHidden::test_x")
+
+
+def test_test_patch_restores_exact_bytes(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    h = hide_tests(repo, ["tests/test_mixed.py::test_other"])
+    tp = patches.task_patches(h.files_before, h.files_after, lambda p: p.startswith("tests/"))
+    assert tp.patch == "" and tp.test_patch
+    work = tmp_path_factory.mktemp("w")
+    patches.write_tree(patches.read_tree(repo), work)
+    patches.apply(tp.setup_patch, work)
+    assert "_shared" not in (work / "tests/test_mixed.py").read_text()  # helper only test_other used
+    patches.apply(tp.test_patch, work)
+    assert patches.read_tree(work) == patches.read_tree(repo)
+
+
+def test_noop_and_unmatched(repo: Path) -> None:
+    h = hide_tests(repo, [])
+    assert h.files_after == {} and h.hidden == ()
+    h = hide_tests(repo, ["tests/test_mixed.py::test_missing", "pkg/core.py::pkg.core.area"])
+    assert set(h.unmatched) == {"tests/test_mixed.py::test_missing", "pkg/core.py::pkg.core.area"}
+    assert h.files_after == {}
+
+
+def test_imports_of_deleted_entities_go_from_remaining_tests(repo: Path) -> None:
+    index = build_index(repo, EnvSpec("pkg", "3.11", ".", package_dirs=("pkg",)))
+    h = hide_tests(repo, ["tests/test_all.py::test_one"], index=index, deleted=["pkg.core.other"])
+    mixed = h.files_after["tests/test_mixed.py"]
+    assert "from pkg.core import area\n" in mixed and "other" in mixed  # import gone, uses stay
+    assert mixed.replace("from pkg.core import area\n", "from pkg.core import area, other\n") == T_MIXED
+
+
+def test_normalize_nodeid() -> None:
+    assert normalize_nodeid("t.py::C::test_x[a::b-1]") == "t.py::C::test_x"
