@@ -8,6 +8,9 @@ as int64.
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 from hypothesis import strategies as st
 
 from taskforge.environment import EnvSpec
@@ -127,3 +130,67 @@ def sample_task(i: int, repo: str = "demo", *, strategy: str = "delete", score: 
         audit=AuditResult(channels=("workspace",), fingerprints=4, seconds=0.1),
         provenance={"taskforge_version": "0.1.0", "generator": "test", "seed": i},
     )
+
+
+MINI_ORIGINAL = {
+    "pyproject.toml": '[project]\nname = "mini"\nversion = "1.0"\n\n[tool.pytest.ini_options]\ntestpaths = ["tests"]\n',
+    "mini/__init__.py": "from mini.calc import add, mul\n",
+    "mini/calc.py": (
+        'def add(a, b):\n    """Return a + b."""\n    return a + b\n\n\n'
+        'def mul(a, b):\n    """Return a * b for a non-negative integer b."""\n    result = 0\n'
+        "    for _ in range(b):\n        result = add(result, a)\n    return result\n"
+    ),
+    "tests/test_calc.py": "from mini.calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+    "tests/test_mul.py": (
+        "from mini.calc import mul\n\n\ndef test_mul():\n    assert mul(3, 4) == 12\n\n\n"
+        "def test_mul_zero():\n    assert mul(7, 0) == 0\n"
+    ),
+}
+MINI_BROKEN = {
+    **{k: v for k, v in MINI_ORIGINAL.items() if k != "tests/test_mul.py"},
+    "mini/__init__.py": "from mini.calc import add\n",
+    "mini/calc.py": 'def add(a, b):\n    """Return a + b."""\n    return a + b\n',
+}
+
+
+def unified_diff(old: dict[str, str], new: dict[str, str], paths: list[str] | None = None) -> str:
+    """A git-style unified diff (``a/`` ``b/`` prefixes, /dev/null for added or removed files)."""
+    import difflib
+
+    out = []
+    for path in sorted(paths if paths is not None else set(old) | set(new)):
+        a, b = old.get(path), new.get(path)
+        if a == b:
+            continue
+        out += difflib.unified_diff((a or "").splitlines(keepends=True), (b or "").splitlines(keepends=True),
+                                    fromfile=f"a/{path}" if a is not None else "/dev/null",
+                                    tofile=f"b/{path}" if b is not None else "/dev/null")
+    return "".join(out)
+
+
+def mini_task(tmp_dir: Path) -> tuple[Task, Path]:
+    """A real, runnable task: ``mini.calc.mul`` deleted; returns it and the original tree it came from."""
+    src = tmp_dir / "mini-original"
+    for rel, text in MINI_ORIGINAL.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text)
+    tests = ["tests/test_mul.py"]
+    code = [p for p in MINI_ORIGINAL if p not in tests]
+    task = sample_task(0, repo="mini")
+    return dataclasses.replace(
+        task,
+        instance_id="mini__delete__mini.calc.mul-1a2b3c4d",
+        source="local:mini",
+        base_commit="c0ffee" + "0" * 34,
+        entities=("mini.calc.mul",),
+        setup_patch=unified_diff(MINI_ORIGINAL, MINI_BROKEN),
+        patch=unified_diff(MINI_BROKEN, MINI_ORIGINAL, code),
+        test_patch=unified_diff(MINI_BROKEN, MINI_ORIGINAL, tests),
+        problem_statement="Add `mini.calc.mul(a, b)`: multiply `a` by a non-negative integer `b` using "
+                          "repeated addition, and export it from `mini`.",
+        fail_to_pass=("tests/test_mul.py::test_mul", "tests/test_mul.py::test_mul_zero"),
+        pass_to_pass=("tests/test_calc.py::test_add",),
+        env_spec=EnvSpec(project_name="mini", python="3.11", install_target=".", package_dirs=("mini",),
+                         test_paths=("tests",)),
+        env_frozen=("pytest==8.3.3", "mini==1.0"),
+    ), src
