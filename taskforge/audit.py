@@ -141,7 +141,8 @@ def _git_hits(workspace: Path, scanner: Scanner) -> Iterator[LeakHit]:
     try:
         for sha, kind, data in iter_git_objects(workspace):
             for hit in scanner.scan(data, ""):
-                yield LeakHit("git", _join(f"{kind} {sha}", hit.where), hit.evidence())
+                label = sha if kind == "file" else f"{kind} {sha}"
+                yield LeakHit("git", _join(label, hit.where), hit.evidence())
     except GitStoreUnreadable as exc:
         yield LeakHit("git", ".git", f"git store could not be read, so it cannot be proven clean: {exc}")
 

@@ -20,6 +20,7 @@ import re
 import tarfile
 import types
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from taskforge.fingerprints import Fingerprint, FingerprintSet, const_text, iter_code, squash, squash_text
@@ -27,12 +28,10 @@ from taskforge.fingerprints import Fingerprint, FingerprintSet, const_text, iter
 MAX_BLOB = 64 * 1024 * 1024  # bigger files are not read (see ``Scanner.wants``)
 MAX_UNPACKED = 256 * 1024 * 1024  # decompression cap (zip bombs)
 MAX_DEPTH = 3  # archives inside archives
-MAX_ESCAPED_VIEW = 16 * 1024 * 1024
 
 _TAG = re.compile(rb"<[^<>]{0,2000}>")
-_ESCAPE = re.compile(rb"\\(.)", re.S)
-_ESCAPES = {b"n": b"\n", b"t": b"\t", b"r": b"\r"}
 _HTML_SUFFIXES = (".html", ".htm", ".xhtml", ".xml", ".svg", ".ipynb")
+_SOURCE_SUFFIXES = (".py", ".pyi")  # read as they are: their own escapes are not stored source
 _ARCHIVE_SUFFIXES = (".whl", ".zip", ".egg", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".body", ".jar")
 
 
@@ -90,6 +89,8 @@ class Scanner:
             note = "byte code"
         for view in self._views(data, lower):
             found.update(dict.fromkeys(self._matcher.find(view)))  # type: ignore[attr-defined]
+            if self._enough(tuple(found)):
+                break
         matched = tuple(found)
         if self._enough(matched):
             return [BlobHit("", matched, note)]
@@ -102,14 +103,13 @@ class Scanner:
         consts = sum(1 for f in matched if f.kind == "const")
         return consts > 0 and consts >= min(2, self._n_consts)
 
-    def _views(self, data: bytes, lower: str) -> list[bytes]:
-        views = [squash(data)]
-        head = data[:512].lstrip()
-        if lower.endswith(_HTML_SUFFIXES) or head[:1] == b"<":
-            views.append(squash(html.unescape(_TAG.sub(b"", data).decode("utf-8", "replace")).encode("utf-8")))
-        if len(data) <= MAX_ESCAPED_VIEW and (b'\\"' in data or b"\\n" in data or b"\\\\" in data):
-            views.append(squash(_ESCAPE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(1)), data)))
-        return views
+    def _views(self, data: bytes, lower: str) -> Iterator[bytes]:
+        """The squashed forms of ``data`` to search, cheapest first (computed only when reached)."""
+        yield squash(data)
+        if lower.endswith(_HTML_SUFFIXES) or data[:512].lstrip()[:1] == b"<":
+            yield squash(html.unescape(_TAG.sub(b"", data).decode("utf-8", "replace")).encode("utf-8"))
+        if not lower.endswith(_SOURCE_SUFFIXES) and (b"\\n" in data or b'\\"' in data):
+            yield squash(_unescape(data))  # source kept inside a JSON/Python string
 
     def _bytecode(self, data: bytes) -> list[Fingerprint]:
         if data[:4] != importlib.util.MAGIC_NUMBER:
@@ -166,6 +166,15 @@ class Scanner:
                 where = f"{member}!{hit.where}" if hit.where else member
                 hits.append(BlobHit(where, hit.matched, hit.note))
         return hits
+
+
+def _unescape(data: bytes) -> bytes:
+    """Undo JSON/Python string escapes (``\\n``, ``\\"``, ``\\\\``...): source stored inside a string."""
+    out = data.replace(b"\\\\", b"\x00")
+    for escaped, plain in ((b"\\n", b"\n"), (b"\\t", b"\t"), (b"\\r", b"\r"), (b'\\"', b'"'), (b"\\'", b"'"),
+                           (b"\\/", b"/")):
+        out = out.replace(escaped, plain)
+    return out.replace(b"\x00", b"\\")
 
 
 def _tar_read(tf: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:

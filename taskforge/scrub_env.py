@@ -6,8 +6,10 @@ contain, for the image build to drop; the environment image should never hold th
 
 What counts as the project's installed copy:
 
-- ``*.dist-info`` / ``*.egg-info`` of the distribution (matched on its normalized name) and every file
-  its ``RECORD`` / ``installed-files.txt`` lists (the package, its byte code, scripts);
+- every file the distribution's ``RECORD`` / ``installed-files.txt`` lists outside its metadata
+  directory (the package, its byte code) and its ``direct_url.json`` (the path of the checkout it was
+  installed from); the metadata itself stays, with ``RECORD`` rewritten, so ``importlib.metadata``
+  still works (as ``sandboxes.local.strip_project_code`` leaves it);
 - editable-install hooks: ``__editable__.<name>-*.pth``, ``__editable___<name>_*finder.py``,
   ``<name>.egg-link``, and ``.pth`` lines that point at a checkout of the project;
 - top-level packages/modules of the project in ``site-packages`` that no other distribution owns;
@@ -19,6 +21,8 @@ entities, as in the workspace (``taskforge.scrub.scrub_stub``).
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import posixpath
 import re
@@ -34,6 +38,7 @@ from taskforge.scrub import ScrubReport, scrub_stub
 _CACHE_MARKERS = (("pip", "http"), ("pip", "http-v2"), ("pip", "wheels"), ("pip", "selfcheck"))
 _CACHE_DIRS = frozenset({"pip-cache", "uv-cache", ".pip-cache", ".uv-cache"})
 _SITE = ("site-packages", "dist-packages")
+_POINTERS = ("direct_url.json",)  # PEP 610: the URL/path of the checkout it was installed from
 
 
 def normalize(name: str) -> str:
@@ -72,9 +77,9 @@ def find_installed(files: Iterable[str], read: Callable[[str], bytes | None], pr
             meta_dirs.setdefault(path, normalize(_dist_from_dirname(posixpath.basename(path))) == project)
     for meta, mine in meta_dirs.items():
         record = _record_paths(meta, read)
-        if mine:
-            remove.update(p for p in listing if p == meta or p.startswith(meta + "/"))
-            remove.update(p for p in record if p in present)
+        if mine:  # its metadata stays (importlib.metadata works); its code and origin pointer go
+            remove.update(p for p in record if p in present and not p.startswith(meta + "/"))
+            remove.update(f"{meta}/{n}" for n in _POINTERS if f"{meta}/{n}" in present)
         else:
             owned_by_others.update(record)
     for path in listing:
@@ -110,8 +115,10 @@ def _record_paths(meta: str, read: Callable[[str], bytes | None]) -> set[str]:
     out = set()
     for fname, at in (("RECORD", base), ("installed-files.txt", meta)):
         data = read(f"{meta}/{fname}")
-        for line in (data or b"").decode("utf-8", "replace").splitlines():
-            entry = line.split(",", 1)[0].strip() if fname == "RECORD" else line.strip()
+        text = (data or b"").decode("utf-8", "replace")
+        rows = csv.reader(io.StringIO(text)) if fname == "RECORD" else ([ln] for ln in text.splitlines())
+        for row in rows:
+            entry = row[0].strip() if row else ""
             if entry:
                 out.add(posixpath.normpath(posixpath.join(at, entry)))
     return out
@@ -164,6 +171,7 @@ def scrub_environment(env_dir: Path | str, project_name: str, package_dirs: Iter
     removed = find_installed(files, read, project_name, package_dirs)
     for rel in removed:
         (root / rel).unlink(missing_ok=True)
+    _rewrite_records(root, files, set(removed))
     _prune_empty_dirs(root, {posixpath.dirname(r) for r in removed})
     entities = tuple(deleted)
     edited = []
@@ -206,6 +214,20 @@ def _is_checkout_line(line: str, root: Path, names: set[str]) -> bool:
     if not target.is_absolute() or target.resolve().is_relative_to(root.resolve()):
         return False
     return any((target / n).exists() or (target / f"{n}.py").exists() for n in names)
+
+
+def _rewrite_records(root: Path, files: list[str], removed: set[str]) -> None:
+    """Drop the rows of removed files from every ``RECORD`` that listed them."""
+    for rel in files:
+        if not rel.endswith(".dist-info/RECORD") or rel in removed or not (root / rel).is_file():
+            continue
+        base = posixpath.dirname(posixpath.dirname(rel))
+        rows = list(csv.reader(io.StringIO((root / rel).read_text(errors="replace"))))
+        kept = [r for r in rows if r and posixpath.normpath(posixpath.join(base, r[0])) not in removed]
+        if len(kept) != len([r for r in rows if r]):
+            buf = io.StringIO()
+            csv.writer(buf, lineterminator="\n").writerows(kept)
+            (root / rel).write_text(buf.getvalue())
 
 
 def _prune_empty_dirs(root: Path, dirs: set[str]) -> None:

@@ -202,8 +202,10 @@ def test_installed_copy_in_site_packages(task: LeakTask, tmp_path: Path) -> None
     _assert_found(result, "environment", "site-packages/inflection/__init__.py")
     _assert_found(result, "environment", "legacy-inflection.pth -> ")
     report = scrub_environment(env, "inflection", ["inflection"], [task.qualname])
-    assert any(r.endswith("RECORD") for r in report.removed)
-    assert not (site / "inflection").exists() and not list(site.glob("inflection-*.dist-info"))
+    assert any(r.endswith("site-packages/inflection/__init__.py") for r in report.removed)
+    assert not (site / "inflection").exists()
+    assert "inflection/__init__.py" not in record.read_text()  # RECORD rewritten, metadata kept
+    assert "Name: inflection" in (record.parent / "METADATA").read_text()
     assert not (site / "legacy-inflection.pth").exists()
     assert _audit(task, env).passed
 
@@ -290,7 +292,7 @@ def test_image_layers_through_docker_sdk(task: LeakTask, tmp_path: Path) -> None
         _assert_found(result, "image", f"{site}/inflection/__init__.py")
         paths = image_removal_paths(leaky, "inflection", ["inflection"], client=client)
         assert f"/{site}/inflection/__init__.py" in paths
-        assert f"/{site}/inflection-0.5.1.dist-info/RECORD" in paths
+        assert f"/{site}/inflection-0.5.1.dist-info/METADATA" not in paths  # metadata stays
         assert f"/{site}/other/__init__.py" not in paths
         assert audit_task_workspace(task.workspace, task.deleted, image=clean, docker_client=client,
                                     allowed_text=[task.problem]).passed

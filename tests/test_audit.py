@@ -1,0 +1,208 @@
+"""Audit: fingerprints (body yes, name/signature/docstring no), every blob form, every channel, cost."""
+
+from __future__ import annotations
+
+import io
+import json
+import marshal
+import py_compile
+import shutil
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+import git
+import pytest
+from _leak_task import TINY_MODULE, LeakTask, tiny_task
+
+from taskforge.audit import audit, audit_task_workspace
+from taskforge.fingerprints import FingerprintSet, fingerprint
+from taskforge.leak_scan import Scanner
+from taskforge.task import AuditResult
+
+BODY = 'words = re.findall(r"[A-Za-z0-9]+", text.lower())'
+
+
+@pytest.fixture
+def task(tmp_path: Path) -> LeakTask:
+    return tiny_task(tmp_path)
+
+
+def _audit(t: LeakTask, **kw) -> AuditResult:  # type: ignore[no-untyped-def]
+    return audit_task_workspace(t.workspace, t.deleted, allowed_text=[t.problem], **kw)
+
+
+def _fps(t: LeakTask) -> FingerprintSet:
+    remaining = [(t.workspace / t.module).read_bytes()]
+    return fingerprint(t.deleted, remaining, [t.problem])
+
+
+def test_fingerprints_cover_the_body_not_name_signature_or_docstring(task: LeakTask) -> None:
+    fps = _fps(task)
+    texts = {f.text for f in fps.fingerprints}
+    assert 'words=re.findall(r"[A-Za-z0-9]+",text.lower())' in texts
+    assert "[A-Za-z0-9]+" in texts and "untitled-slug-fallback" in texts  # byte-code constants
+    assert any(f.kind == "names" and "findall" in f.text for f in fps.fingerprints)
+    assert not any("defslugify" in t or "Lower-case" in t for t in texts)
+    assert not any(t in ("returnNone", "pass") for t in texts)
+    assert FingerprintSet.from_dict(fps.to_dict()) == fps
+
+
+def test_lines_also_in_remaining_code_or_allowed_text_are_dropped(task: LeakTask) -> None:
+    remaining = [(task.workspace / task.module).read_bytes() + b"\ndef other(text):\n    " + BODY.encode()
+                 + b"\n    return words\n"]
+    texts = {f.text for f in fingerprint(task.deleted, remaining).fingerprints}
+    assert 'words=re.findall(r"[A-Za-z0-9]+",text.lower())' not in texts
+    texts = {f.text for f in fingerprint(task.deleted, (), ["hint: return joined.strip(sep) or ..."]).fingerprints}
+    assert "returnjoined.strip(sep)or\"untitled-slug-fallback\"" in texts  # only the exact line is allowed
+    texts = {f.text for f in fingerprint(task.deleted, (), ['return joined.strip(sep) or "untitled-slug-fallback"'])
+             .fingerprints}
+    assert "returnjoined.strip(sep)or\"untitled-slug-fallback\"" not in texts
+
+
+def test_clean_task_passes_with_problem_statement_revealing_signature(task: LeakTask) -> None:
+    (task.workspace / "PROBLEM.md").write_text(task.problem)
+    result = _audit(task)
+    assert result.passed, result.hits
+    assert result.channels == ("workspace", "git") and result.fingerprints > 10 and result.seconds > 0
+    assert AuditResult.from_dict(result.to_dict()) == result
+
+
+def test_reformatted_copy_is_found_by_ngrams(task: LeakTask) -> None:
+    (task.workspace / "notes.txt").write_text("words = re.findall(\n    r'[A-Za-z0-9]+',  text.lower()\n)\n"
+                                              "joined = sep.join(w for w in words\n  if w not in _STOP_WORDS)\n")
+    result = _audit(task)
+    assert [h.path for h in result.hits] == ["notes.txt"]
+
+
+def test_copy_of_the_module_inside_the_workspace_is_not_taken_for_remaining_code(task: LeakTask) -> None:
+    (task.workspace / "minipkg" / "textops_orig.py").write_text(TINY_MODULE)
+    result = _audit(task)
+    assert any(h.path == "minipkg/textops_orig.py" for h in result.hits), result.hits
+
+
+def _scan(t: LeakTask, data: bytes, name: str) -> list[str]:
+    return [h.evidence() for h in Scanner(_fps(t)).scan(data, name)]
+
+
+def test_blob_forms(task: LeakTask, tmp_path: Path) -> None:
+    src = task.original_module.read_text()
+    assert _scan(task, json.dumps({"source": src}).encode(), "cache.json")  # JSON-escaped
+    html = "<pre>" + src.replace("re.findall", '<span class="n">re</span>.<b>findall</b>').replace(
+        '"', "&quot;") + "</pre>"
+    assert _scan(task, html.encode(), "textops.html")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("minipkg/textops.py", src)
+    hits = Scanner(_fps(task)).scan(buf.getvalue(), "minipkg-1.0-py3-none-any.whl")
+    assert [h.where for h in hits] == ["minipkg/textops.py"]
+    tbuf = io.BytesIO()
+    with tarfile.open(fileobj=tbuf, mode="w:gz") as tf:
+        info = tarfile.TarInfo("minipkg-1.0/minipkg/textops.py")
+        info.size = len(src.encode())
+        tf.addfile(info, io.BytesIO(src.encode()))
+    hits = Scanner(_fps(task)).scan(tbuf.getvalue(), "abc.body")
+    assert [h.where for h in hits] == ["minipkg-1.0/minipkg/textops.py"]
+    assert not _scan(task, (task.workspace / task.module).read_bytes(), "textops.py")
+
+
+def test_pyc_matched_on_code_names_even_without_string_constants(task: LeakTask, tmp_path: Path) -> None:
+    bare = TINY_MODULE.replace('r"[A-Za-z0-9]+"', '"[a-z]+"').replace('"untitled-slug-fallback"', '"x"')
+    assert "[A-Za-z0-9]" not in bare and "untitled" not in bare
+    (tmp_path / "bare.py").write_text(bare)
+    pyc = tmp_path / "bare.pyc"
+    py_compile.compile(str(tmp_path / "bare.py"), cfile=str(pyc), doraise=True)
+    assert marshal.loads(pyc.read_bytes()[16:])  # a real pyc of this interpreter
+    evidence = _scan(task, pyc.read_bytes(), "textops.cpython-311.pyc")
+    assert evidence and "names" in evidence[0] and "byte code" in evidence[0]
+    stub_pyc = tmp_path / "stub.pyc"
+    py_compile.compile(str(task.workspace / task.module), cfile=str(stub_pyc), doraise=True)
+    assert not _scan(task, stub_pyc.read_bytes(), "textops.cpython-311.pyc")
+
+
+def test_git_pointers_and_unreadable_store(task: LeakTask, tmp_path: Path) -> None:
+    (task.workspace / ".git" / "objects" / "info").mkdir(parents=True, exist_ok=True)
+    (task.workspace / ".git" / "objects" / "info" / "alternates").write_text(str(task.original / ".git/objects"))
+    result = _audit(task)
+    assert any(h.path.endswith("alternates") for h in result.hits)
+    shutil.rmtree(task.workspace / ".git")
+    (task.workspace / ".git").write_text(f"gitdir: {task.original / '.git'}\n")
+    assert any("pointer" in h.evidence for h in _audit(task).hits)
+    (task.workspace / ".git").unlink()
+    (task.workspace / ".git").mkdir()
+    (task.workspace / ".git" / "HEAD").write_text("garbage")
+    (task.workspace / ".git" / "objects").mkdir()
+    assert any("could not be read" in h.evidence for h in _audit(task).hits)
+
+
+def test_rebase_patch_files_in_gitdir_are_searched(task: LeakTask) -> None:
+    patch = "\n".join("+" + line for line in TINY_MODULE.splitlines())
+    (task.workspace / ".git" / "rebase-apply").mkdir()
+    (task.workspace / ".git" / "rebase-apply" / "patch").write_text(patch)
+    assert [h.path for h in _audit(task).hits] == [".git/rebase-apply/patch"]
+
+
+def test_environment_dir_and_pth_pointer(task: LeakTask, tmp_path: Path) -> None:
+    env = tmp_path / "env"
+    site = env / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "unrelated.py").write_text("def f():\n    return 1\n")
+    assert _audit(task, env_dir=env).passed
+    (site / "dev.pth").write_text(f"{task.original}\n")
+    result = _audit(task, env_dir=env)
+    assert result.channels == ("workspace", "git", "environment")
+    assert [h.path for h in result.hits] == [f"lib/python3.11/site-packages/dev.pth -> {task.original_module}"]
+
+
+class _FakeImage:
+    """The docker SDK seam: ``save()`` yields a docker-save tar in chunks (classic layer.tar format)."""
+
+    def __init__(self, layers: list[dict[str, bytes]]) -> None:
+        self.id = "sha256:fake"
+        self._layers = layers
+
+    def save(self, named: bool = False, chunk_size: int = 4096):  # type: ignore[no-untyped-def]
+        outer = io.BytesIO()
+        with tarfile.open(fileobj=outer, mode="w") as otf:
+            for i, files in enumerate(self._layers):
+                layer = io.BytesIO()
+                with tarfile.open(fileobj=layer, mode="w") as ltf:
+                    for name, data in files.items():
+                        info = tarfile.TarInfo(name)
+                        info.size = len(data)
+                        ltf.addfile(info, io.BytesIO(data))
+                info = tarfile.TarInfo(f"{i:064x}/layer.tar")
+                info.size = layer.tell()
+                layer.seek(0)
+                otf.addfile(info, layer)
+            manifest = b"[]"
+            info = tarfile.TarInfo("manifest.json")
+            info.size = len(manifest)
+            otf.addfile(info, io.BytesIO(manifest))
+        data = outer.getvalue()
+        return (data[i:i + chunk_size] for i in range(0, len(data), chunk_size))
+
+
+def test_image_layers_even_when_a_later_layer_deletes_the_file(task: LeakTask) -> None:
+    site = "usr/lib/python3.11/site-packages"
+    leaky = _FakeImage([{f"{site}/minipkg/textops.py": task.original_module.read_bytes()},
+                        {f"{site}/minipkg/.wh.textops.py": b""}])
+    result = _audit(task, image=leaky)
+    assert "image" in result.channels
+    assert [h.path for h in result.hits] == [f"{0:064x}"[:12] + f":/{site}/minipkg/textops.py"]
+    assert _audit(task, image=_FakeImage([{f"{site}/other.py": b"x = 1\n"}])).passed
+
+
+def test_audit_cost_scales_to_thousands_of_files(task: LeakTask, tmp_path: Path) -> None:
+    env = tmp_path / "env"
+    chunk = (Path(git.__file__).parent / "cmd.py").read_bytes()  # real Python text, ~60 KB
+    for i in range(2000):
+        d = env / f"pkg{i % 40}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"m{i}.py").write_bytes(chunk[: 2000 + (i % 20) * 1000])
+    start = time.perf_counter()
+    result = audit(task.workspace, _fps(task), env_dir=env)
+    elapsed = time.perf_counter() - start
+    assert result.passed
+    assert elapsed < 20, elapsed  # ~21 MB in 2000 files: one automaton pass each, not one per pattern
