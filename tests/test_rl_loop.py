@@ -147,3 +147,40 @@ def test_cli_train_user_errors_are_one_line(dataset_dir: Path, tmp_path: Path) -
     assert res.exit_code == 1 and "unknown policy 'nope'" in res.output and "Traceback" not in res.output
     res = runner.invoke(_app(), ["train", str(tmp_path / "missing"), "--grader", "fake"])
     assert res.exit_code == 1 and "does not exist" in res.output
+
+
+# --- real grading on a real package ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def inflection_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two stub tasks of inflection==0.5.1 (from PyPI), with their repo archive, as a dataset directory."""
+    from reward_fixtures import INFLECTION_SPEC, build_stub_task, fetch_inflection
+
+    from taskforge.dataset import DatasetWriter
+
+    base = tmp_path_factory.mktemp("inflection")
+    orig = fetch_inflection(base / "sdist")
+    tasks = [build_stub_task(orig, base / fn, module="inflection/__init__.py", function=fn,
+                             spec=INFLECTION_SPEC, repo="inflection") for fn in ("camelize", "parameterize")]
+    root = base / "ds"
+    with DatasetWriter(root) as w:
+        for t in tasks:  # each stub task was committed on its own, so each has its own base commit
+            w.add_repo_archive("inflection", t.base_commit, orig)
+            w.add(t)
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.realrepo
+@pytest.mark.parametrize(("policy", "expected"), [("oracle", 1.0), ("null", 0.0)])
+def test_cli_train_with_real_grading(inflection_dataset: Path, tmp_path: Path, policy: str, expected: float) -> None:
+    log = tmp_path / f"{policy}.jsonl"
+    res = CliRunner().invoke(_app(), ["train", str(inflection_dataset), "--policy", policy, "--sandbox", "local",
+                                      "--steps", "2", "--group-size", "2", "--batch-size", "2", "--jobs", "2",
+                                      "--log", str(log), "--state", str(tmp_path / "s.json"), "--json"])
+    assert res.exit_code == 0, res.output
+    last = json.loads(res.stdout.strip().splitlines()[-1])
+    assert last["steps"] == 2 and last["pass_rate"] == expected
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [x["pass_rate"] for x in lines] == [expected, expected]
+    assert all(x["rollouts"] == 4 and x["grading_seconds"] > 0 for x in lines), lines
+    assert all(not x["flags"] for x in lines), lines

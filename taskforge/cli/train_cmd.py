@@ -67,7 +67,7 @@ def train_command(
                                 timeout_s=agent_timeout, extra=_parse_opts(policy_opt or []),
                                 workspace=dataset_workspaces(dataset) if policy == "command" else None)
         chosen = make_policy(policy, options)
-        grading = FakeGrader() if grader == "fake" else SandboxGrader(settings)
+        grading = FakeGrader() if grader == "fake" else SandboxGrader(dataset, settings)
         task_sampler = make_sampler(sampler, [t.difficulty.score for t in tasks], seed=settings.seed,
                                     batch_size=batch_size)
         run_dir = dataset / "train"

@@ -14,6 +14,7 @@ import statistics
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from taskforge.settings import Settings
@@ -82,18 +83,33 @@ class FakeGrader:
 
 
 class SandboxGrader:
-    """The real reward path: ``taskforge.reward.reward_many`` on the configured sandbox backend."""
+    """The real reward path: ``taskforge.reward.reward_many`` on the configured sandbox backend.
 
-    def __init__(self, settings: Settings | None = None, jobs: int | None = None) -> None:
+    Original trees come from the dataset directory's repo archives; the sandbox backend is built once
+    (``sandboxes.select.make_sandbox``) and reused by every step; environments are cached by the backend.
+    """
+
+    def __init__(self, dataset_dir: str | Path, settings: Settings | None = None, jobs: int | None = None) -> None:
+        self.dataset_dir = Path(dataset_dir)
         self.settings = settings or Settings.load()
         self.jobs = jobs if jobs is not None else self.settings.jobs
+        self._sandbox: Any = None
 
     def grade(self, pairs: Sequence[tuple[Task, str]]) -> list[GradeResult]:
-        from taskforge.reward import reward_many  # lazy: sandboxes are only needed when grading for real
+        # lazy: sandboxes are only imported when grading for real
+        from sandboxes.select import make_sandbox
+        from taskforge.grading import DatasetTrees
+        from taskforge.reward import reward_many
 
-        results = reward_many(list(pairs), settings=self.settings, jobs=self.jobs)
-        return [_from_reward_result(task.instance_id, r) for (task, _), r in zip(pairs, results, strict=True)]
+        if self._sandbox is None:
+            self._sandbox = make_sandbox(self.settings)
+        results = reward_many(list(pairs), sandbox=self._sandbox, trees=DatasetTrees(self.dataset_dir),
+                              settings=self.settings, jobs=self.jobs)
+        return [from_reward_result(r) for r in results]
 
 
-def _from_reward_result(instance_id: str, r: Any) -> GradeResult:
-    return GradeResult(instance_id, float(r.reward), float(r.fraction), tuple(r.flags), float(r.seconds))
+def from_reward_result(r: Any) -> GradeResult:
+    """A ``taskforge.reward.RewardResult`` as the loop's ``GradeResult``."""
+    timings = dict(r.timings)
+    seconds = float(timings.get("total_s", sum(timings.values())))
+    return GradeResult(r.instance_id, float(r.score), float(r.fraction), tuple(r.flags), seconds)

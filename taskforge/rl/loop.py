@@ -25,6 +25,7 @@ import json
 import os
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -60,6 +61,7 @@ class StepMetrics:
     kept_groups: int = 0  # groups handed to policy.update
     loss: float | None = None
     policy: dict[str, float] = field(default_factory=dict)  # whatever policy.update reported
+    flags: dict[str, int] = field(default_factory=dict)  # grading flags (tampering, timeout, ...) -> count
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -134,13 +136,14 @@ def run_step(step: int, tasks: Sequence[Task], policy: Policy, grader: Grader, s
     stats = sampler.update([GroupOutcome(g.index, g.rewards) for g in seen])
     report = policy.update(kept) if kept else {}
     diffs = [g.task.difficulty.score for g in seen]
+    flags = Counter(f for g in seen for grade in g.grades for f in grade.flags)
     return StepMetrics(
         step=step, pass_rate=statistics.fmean(r for g in seen for r in g.rewards),
         difficulty_mean=statistics.fmean(diffs), difficulty_std=statistics.pstdev(diffs),
         target=stats.target, zero_variance_fraction=stats.zero_variance_fraction,
         grading_seconds=grading_s, step_seconds=time.perf_counter() - t0,
         rollouts=sum(len(g.patches) for g in seen), gen_batches=gen, kept_groups=len(kept),
-        loss=report.get("loss"), policy={k: float(v) for k, v in report.items()})
+        loss=report.get("loss"), policy={k: float(v) for k, v in report.items()}, flags=dict(sorted(flags.items())))
 
 
 def _atomic_write(path: Path, text: str) -> None:
