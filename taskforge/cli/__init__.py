@@ -25,6 +25,7 @@ err_console = Console(stderr=True)
 # Each module defines ``register(app)``. Add a line here when adding a command module.
 _COMMAND_MODULES = (
     "taskforge.cli.mine_cmd",
+    "taskforge.cli.reward_cmd",
     "taskforge.cli.train_cmd",
     "taskforge.cli.bench_cmd",
 )

@@ -1,0 +1,82 @@
+"""The reward's entry points: ``reward_many``, the ``taskforge reward`` CLI and verl's ``compute_score``,
+on a dataset written with the real ``DatasetWriter`` (repo archive included)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from reward_fixtures import MINILIB, MINILIB_SPEC, SubprocessSandbox, build_stub_task, write_tree
+from typer.testing import CliRunner
+
+from taskforge.dataset import DatasetWriter
+from taskforge.grading import DatasetTrees, DirectoryTrees
+from taskforge.reward import RewardResult, reward_many
+from taskforge.task import Task
+from taskforge.verl_reward import extract_patch
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Task, Path, Path]:
+    base = tmp_path_factory.mktemp("api")
+    orig = write_tree(base / "orig", MINILIB)
+    task = build_stub_task(orig, base, module="minilib/text.py", function="shout", spec=MINILIB_SPEC,
+                           repo="minilib")
+    ds = base / "dataset"
+    with DatasetWriter(ds) as w:
+        w.add_repo_archive(task.repo, task.base_commit, orig)
+        w.add(task)
+    return task, orig, ds
+
+
+def test_reward_many_keeps_order_and_grades_from_the_dataset_archive(built: tuple[Task, Path, Path]) -> None:
+    task, orig, ds = built
+    pairs = [(task, task.patch), (task, ""), (task, task.patch)]
+    results = reward_many(pairs, sandbox=SubprocessSandbox(), trees=DatasetTrees(ds), jobs=2, timeout_s=120)
+    assert [r.score for r in results] == [1.0, 0.0, 1.0]
+    assert results[1].fraction == 0.0 and results[0].fraction == 1.0
+    assert set(results[0].outcomes) == set(task.fail_to_pass) | set(task.pass_to_pass)
+    assert results[0].timings["run_s"] > 0
+    again = RewardResult.from_dict(json.loads(json.dumps(results[0].to_dict())))
+    assert again == results[0]
+    # a directory provider gives the same verdicts
+    direct = reward_many(pairs[:2], sandbox=SubprocessSandbox(), trees=DirectoryTrees(orig), jobs=1)
+    assert [r.score for r in direct] == [1.0, 0.0]
+
+
+def test_cli_json_last_line(built: tuple[Task, Path, Path], tmp_path: Path) -> None:
+    from taskforge.cli import app
+
+    task, _, ds = built
+    gold = tmp_path / "gold.diff"
+    gold.write_text(task.patch)
+    empty = tmp_path / "empty.diff"
+    empty.write_text("")
+    runner = CliRunner()
+    for path, want in ((gold, 1.0), (empty, 0.0)):
+        res = runner.invoke(app, ["reward", str(ds), task.instance_id, "--patch", str(path), "--json"])
+        assert res.exit_code == 0, res.output
+        last = json.loads(res.stdout.strip().splitlines()[-1])
+        assert last["reward"] == want and "fraction" in last and isinstance(last["flags"], list)
+    res = runner.invoke(app, ["reward", str(ds), "no-such-task", "--patch", str(gold)])
+    assert res.exit_code == 1 and "no task 'no-such-task'" in res.output
+
+
+def test_verl_compute_score(built: tuple[Task, Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    from taskforge.verl_reward import compute_score
+
+    task, _, ds = built
+    monkeypatch.setenv("TASKFORGE_SANDBOX", "local")
+    response = f"I restored the function.\n```diff\n{task.patch}```\nDone."
+    extra = json.dumps({"dataset_dir": str(ds)})
+    assert compute_score("taskforge", response, task.instance_id, extra) == 1.0
+    assert compute_score("taskforge", "I could not do it.", task.instance_id, {"dataset_dir": str(ds)}) == 0.0
+
+
+def test_extract_patch_prefers_the_last_fenced_diff() -> None:
+    one = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"
+    two = one.replace("+b", "+c")
+    assert extract_patch(f"text\n```diff\n{one}```\nmore\n```diff\n{two}```") == two
+    assert extract_patch(f"Here:\n{one}") == one
+    assert extract_patch("no diff at all") == ""
