@@ -72,3 +72,14 @@ def test_row_missing_a_column_is_a_one_line_dataset_error() -> None:
     with pytest.raises(DatasetError) as info:
         row_to_task(row)
     assert "\n" not in str(info.value) and "schema v1" in str(info.value)
+
+
+def test_documented_schema_matches_the_code() -> None:
+    from pathlib import Path
+
+    doc = json.loads((Path(__file__).resolve().parents[1] / "datasets" / "task_schema.json").read_text())
+    assert doc["schema_version"] == SCHEMA_VERSION
+    assert [(c["name"], c["arrow_type"]) for c in doc["columns"]] == [(f.name, str(f.type)) for f in ROW_SCHEMA]
+    assert {c["name"] for c in doc["columns"] if c["visible_to_policy"]} == set(PROMPT_COLUMNS)
+    assert {c["name"] for c in doc["columns"] if c["group"] == "swebench"} == set(SWEBENCH_COLUMNS)
+    assert all(c["description"] for c in doc["columns"])
