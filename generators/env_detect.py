@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import hashlib
 import re
 import shlex
 import sys
@@ -133,7 +134,10 @@ def detect_env(repo: Path, *, python: str = "3.11", name_hint: str = "") -> EnvS
             declared.add(normalise_name(dist))
             notes.append(f"requirements: added {dist!r} (tests use its fixture {fixture!r})")
 
+    digest = _metadata_digest(repo, ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini",
+                                     *_requirement_files(repo)))
     return EnvSpec(
+        metadata_digest=digest,
         project_name=normalise_name(name), python=python, install_target=install_target,
         requirements=tuple(dict.fromkeys(requirements)), src_roots=src_roots, package_dirs=package_dirs,
         test_paths=test_paths, pytest_args=pytest_args, notes=tuple(notes), doctest_paths=doctest_paths,
@@ -441,6 +445,15 @@ def _local_modules(repo: Path, test_paths: Iterable[str]) -> set[str]:
             local.update(p.stem for p in d.glob("*.py"))
             local.update(p.name for p in d.iterdir() if p.is_dir() and not p.name.startswith("."))
     return local
+
+
+def _metadata_digest(repo: Path, files: Iterable[str]) -> str:
+    h = hashlib.sha256()
+    for rel in sorted(set(files)):
+        p = repo / rel
+        if p.is_file():
+            h.update(rel.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
 
 
 # --- file readers ----------------------------------------------------------------------------------

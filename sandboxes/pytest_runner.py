@@ -15,6 +15,8 @@ REQUEST.json keys (unknown keys are ignored):
                                 report carries the flag "collect_only"
     xdist_workers    int        >0: add ``-n N`` when pytest-xdist is importable (no coverage then)
 
+The runner always adds ``-p no:cacheprovider -p no:randomly --continue-on-collection-errors`` (a test
+file that cannot be collected is listed in ``collection_errors``; the other files still run).
 The exit code of this script is pytest's exit code (4 when the request itself is unusable).
 """
 
@@ -152,7 +154,9 @@ def main(argv: list[str]) -> int:
     collect_only = bool(request.get("collect_only"))
     want_cov = bool(request.get("coverage")) and not collect_only
 
-    args = ["-p", "no:cacheprovider", "-p", "no:randomly", *[str(a) for a in request.get("args", [])]]
+    # a file that fails to collect must not hide the rest of the suite: its tests are just absent
+    args = ["-p", "no:cacheprovider", "-p", "no:randomly", "--continue-on-collection-errors",
+            *[str(a) for a in request.get("args", [])]]
     if collect_only:
         args.append("--collect-only")
     workers = int(request.get("xdist_workers") or 0)

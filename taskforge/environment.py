@@ -30,6 +30,9 @@ class EnvSpec:
     # paths a full-suite run also gives pytest that are NOT test code: the project's own modules or
     # text files collected for doctests (``--doctest-modules``/``--doctest-glob``, testpaths = ["src"])
     doctest_paths: tuple[str, ...] = ()
+    # hash of the files that decide what gets installed (pyproject.toml, setup.py/cfg, requirements
+    # files): part of ``key``, so two commits that declare different dependencies get two environments
+    metadata_digest: str = ""
 
     @property
     def key(self) -> str:

@@ -65,6 +65,10 @@ def mine(
             err_console.print(f"[bold red]internal error:[/] {source}: {type(exc).__name__}: {exc}",
                               highlight=False, soft_wrap=True)
             continue
+        if profile.baseline.collection_errors:
+            err_console.print(f"[yellow]warning:[/] {source}: pytest could not collect "
+                              f"{len(profile.baseline.collection_errors)} file(s), their tests are left out: "
+                              f"{', '.join(profile.baseline.collection_errors[:8])}", highlight=False, soft_wrap=True)
         summary = profile.summary()
         rows.append((source, summary, str(target)))
         if as_json:

@@ -1,0 +1,149 @@
+"""Environment detection on small repositories written by each test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from generators.env_detect import detect_env
+from tests.fixtures_repos import write
+
+
+def test_pyproject_extras_pytest_config_and_cov_opts_dropped(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "pyproject.toml": """
+            [build-system]
+            requires = ["setuptools"]
+            build-backend = "setuptools.build_meta"
+            [project]
+            name = "My_Lib"
+            [project.optional-dependencies]
+            tests = ["pytest", "freezegun"]
+            docs = ["sphinx"]
+            [tool.pytest.ini_options]
+            testpaths = ["tests"]
+            addopts = "-ra --cov=my_lib --cov-report term-missing -n auto --strict-markers"
+            """,
+        "my_lib/__init__.py": "",
+        "tests/test_a.py": "import freezegun\nimport pytest\n\ndef test_a():\n    pass\n",
+    })
+    spec = detect_env(tmp_path)
+    assert spec.project_name == "my-lib"
+    assert spec.install_target == ".[tests]"
+    assert spec.test_paths == ("tests",)
+    assert spec.package_dirs == ("my_lib",)
+    assert spec.src_roots == (".",)
+    assert spec.pytest_args == ("-o", "addopts=", "-ra", "--strict-markers")
+    assert "freezegun" not in spec.requirements  # declared in the extra already
+    assert any("dropped" in n and "--cov=my_lib" in n and "term-missing" in n for n in spec.notes)
+
+
+def test_setup_cfg_extras_and_tool_pytest_section(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "setup.cfg": """
+            [metadata]
+            name = cfgproj
+            [options.extras_require]
+            testing = pytest-mock
+            [tool:pytest]
+            testpaths = testing
+            """,
+        "setup.py": "from setuptools import setup\nsetup()\n",
+        "cfgproj.py": "X = 1\n",
+        "testing/test_x.py": "def test_x(mocker):\n    pass\n",
+    })
+    spec = detect_env(tmp_path)
+    assert spec.project_name == "cfgproj"
+    assert spec.install_target == ".[testing]"
+    assert spec.test_paths == ("testing",)
+    assert spec.package_dirs == ("cfgproj.py",)
+    assert "pytest-mock" not in spec.requirements  # the extra declares it
+
+
+def test_src_layout_and_undeclared_test_dependencies_detected(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "pyproject.toml": '[project]\nname = "srcproj"\n',
+        "src/srcproj/__init__.py": "",
+        "src/srcproj/core.py": "",
+        "tests/helpers.py": "",
+        "tests/test_core.py": (
+            "import hypothesis\nfrom pytest_mock import MockerFixture\nimport yaml.loader\n"
+            "import helpers\nimport srcproj\nimport json\nimport mysterylib\n\n"
+            "def test_bench(benchmark):\n    pass\n"
+        ),
+    })
+    spec = detect_env(tmp_path)
+    assert spec.src_roots == ("src",)
+    assert spec.package_dirs == ("src/srcproj",)
+    assert spec.install_target == "."
+    assert set(spec.requirements) == {"hypothesis", "pytest-mock", "PyYAML", "pytest-benchmark"}
+    notes = " ".join(spec.notes)
+    assert "'mysterylib', not mapped" in notes
+    assert "added 'hypothesis'" in notes
+
+
+def test_requirement_files_and_dependency_groups(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "pyproject.toml": """
+            [project]
+            name = "grp"
+            [dependency-groups]
+            base = ["pympler"]
+            tests = [{include-group = "base"}, "pytest>=8"]
+            """,
+        "requirements/tests.txt": "-r common.txt\n# comment\nattrs==23.1 ; python_version >= '3.8'\n-e .\n",
+        "requirements/common.txt": "six\n",
+        "grp/__init__.py": "",
+        "tests/test_g.py": "def test_g():\n    pass\n",
+    })
+    spec = detect_env(tmp_path)
+    assert spec.requirements[:2] == ("pympler", "pytest>=8")
+    assert "six" in spec.requirements
+    assert any(r.startswith("attrs==23.1") for r in spec.requirements)
+    assert not any(r.startswith("-e") for r in spec.requirements)
+
+
+def test_root_test_module_and_plain_directory(tmp_path: Path) -> None:
+    write(tmp_path, {"thing.py": "def f():\n    return 1\n", "test_thing.py": "def test_f():\n    pass\n",
+                     "docs/conf.py": ""})
+    spec = detect_env(tmp_path, name_hint="thing-0123456789ab")
+    assert spec.install_target == ""
+    assert spec.test_paths == ("test_thing.py",)
+    assert spec.package_dirs == ("thing.py",)
+    assert spec.project_name == "thing"
+
+
+def test_doctest_paths_are_not_test_paths(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "pyproject.toml": """
+            [project]
+            name = "dt"
+            [tool.pytest.ini_options]
+            addopts = "--doctest-modules --doctest-glob=README.rst --cov=dt"
+            """,
+        "dt/__init__.py": "", "README.rst": "", "tests/test_d.py": "def test_d():\n    pass\n",
+    })
+    spec = detect_env(tmp_path)
+    assert spec.test_paths == ("tests",)
+    assert spec.doctest_paths == ("dt", "README.rst")
+    assert spec.pytest_args == ("-o", "addopts=", "--doctest-modules", "--doctest-glob=README.rst")
+
+
+def test_configured_testpaths_holding_source_become_doctest_paths(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "pyproject.toml": '[project]\nname = "hz"\n[tool.pytest]\ntestpaths = ["src", "tests"]\n'
+                          'addopts = ["--doctest-modules"]\n',
+        "src/hz/__init__.py": "", "tests/test_h.py": "def test_h():\n    pass\n",
+    })
+    spec = detect_env(tmp_path)
+    assert spec.test_paths == ("tests",)
+    assert spec.doctest_paths == ("src",)
+    assert spec.pytest_args == ()  # nothing to drop: pytest applies the configured addopts itself
+
+
+def test_spec_key_changes_with_content_not_notes(tmp_path: Path) -> None:
+    write(tmp_path, {"p/__init__.py": "", "tests/test_p.py": "def test_p():\n    pass\n"})
+    a = detect_env(tmp_path)
+    b = detect_env(tmp_path)
+    assert a.key == b.key
+    write(tmp_path, {"tests/test_q.py": "import hypothesis\n"})
+    assert detect_env(tmp_path).key != a.key

@@ -1,0 +1,189 @@
+"""The local sandbox: every claim of its threat model, checked against a real virtualenv and pytest.
+
+One environment (pytest + coverage) is built per session in a shared work area and reused
+(the ready-marker makes the second ``prepare`` a lookup).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from generators.env_detect import detect_env
+from sandboxes.local import LocalSandbox, build_request
+from sandboxes.protocol import RunRequest
+from taskforge.errors import EnvironmentBuildError
+from taskforge.settings import Settings
+from taskforge.testreport import Outcome
+from tests.fixtures_repos import make_toy_project, write
+
+
+def shared_work_dir(factory: pytest.TempPathFactory) -> Path:
+    """One work area per session, shared by test modules, so environments are built once."""
+    d = factory.getbasetemp() / "tf-shared-work"
+    d.mkdir(exist_ok=True)
+    return d
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("toy")
+    make_toy_project(root, sandbox_probes=True, real_home=os.path.expanduser("~"))
+    hang = (
+        "import os, subprocess, sys, time\n\n"
+        "def test_hang():\n"
+        "    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        "    open(os.environ['PID_FILE'], 'w').write(str(child.pid))\n"
+        "    time.sleep(600)\n"
+    )
+    write(root, {"slow/test_hang.py": hang,
+                 "crash/test_crash.py": "import os, signal\n\ndef test_crash():\n    os.kill(os.getpid(), signal.SIGKILL)\n"})
+    settings = Settings(work_dir=shared_work_dir(tmp_path_factory))
+    sandbox = LocalSandbox(settings)
+    spec = detect_env(root)
+    env = sandbox.prepare(spec, root)
+    return sandbox, env, root
+
+
+def test_spec_of_toy_is_not_installable_and_runs_tests_dir(toy) -> None:
+    _, env, _ = toy
+    assert env.spec.install_target == ""
+    assert env.spec.test_paths == ("tests",)
+    assert env.backend == "local" and env.python_version.startswith("3.")
+    assert any(line.lower().startswith("pytest==") for line in env.frozen)
+
+
+def test_outcomes_of_every_kind(toy) -> None:
+    sandbox, env, root = toy
+    out = sandbox.run(env, root, RunRequest(tests=("tests/test_toy.py",), timeout_s=120))
+    got = out.report.outcomes()
+    assert got == {
+        "tests/test_toy.py::test_add": Outcome.PASSED,
+        "tests/test_toy.py::test_shout": Outcome.PASSED,
+        "tests/test_toy.py::test_fails": Outcome.FAILED,
+        "tests/test_toy.py::test_skipped": Outcome.SKIPPED,
+        "tests/test_toy.py::test_xfail": Outcome.XFAILED,
+        "tests/test_toy.py::test_setup_error": Outcome.ERROR,
+    }
+    assert out.report.exit_code == 1
+    assert "test_fails" in out.report.output_tail
+    assert not (root / ".pytest_cache").exists()  # the run leaves the workspace clean
+    assert not list(root.rglob("__pycache__"))
+
+
+def test_environment_is_scrubbed(toy, monkeypatch: pytest.MonkeyPatch) -> None:
+    sandbox, env, root = toy
+    monkeypatch.setenv("TASKFORGE_TEST_SECRET", "hunter2")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+    out = sandbox.run(env, root, RunRequest(tests=("tests/test_probes.py::test_env_scrubbed",), timeout_s=120))
+    assert out.report.outcome_of("tests/test_probes.py::test_env_scrubbed") is Outcome.PASSED, \
+        out.report.output_tail
+
+
+def test_no_network_when_platform_allows(toy) -> None:
+    sandbox, env, root = toy
+    if not sandbox.network_isolated:
+        pytest.skip("unshare -rn does not work on this host: network is NOT isolated (documented)")
+    out = sandbox.run(env, root, RunRequest(tests=("tests/test_probes.py::test_no_network",), timeout_s=120))
+    assert out.report.outcome_of("tests/test_probes.py::test_no_network") is Outcome.PASSED, \
+        out.report.output_tail
+
+
+def test_hung_test_is_killed_with_its_children(toy, tmp_path: Path) -> None:
+    sandbox, env, root = toy
+    pid_file = tmp_path / "child.pid"
+    start = time.monotonic()
+    out = sandbox.run(env, root, RunRequest(tests=("slow/test_hang.py",), timeout_s=4,
+                                            env={"PID_FILE": str(pid_file)}))
+    assert time.monotonic() - start < 30
+    assert out.report.timed_out and out.report.results == ()
+    child = int(pid_file.read_text())
+    time.sleep(0.2)
+    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+
+
+def test_runner_killed_mid_run_gives_crashed_report(toy) -> None:
+    sandbox, env, root = toy
+    out = sandbox.run(env, root, RunRequest(tests=("crash/test_crash.py",), timeout_s=60))
+    assert "no_report" in out.report.flags
+    assert not out.report.timed_out
+
+
+def test_per_test_coverage_contexts(toy) -> None:
+    sandbox, env, root = toy
+    out = sandbox.run(env, root, RunRequest(tests=("tests/test_toy.py",), coverage=True, timeout_s=120))
+    cov = out.coverage
+    assert cov is not None and set(cov) == {"toypkg/__init__.py"}
+    lines = cov["toypkg/__init__.py"]
+    assert lines[6] == ("tests/test_toy.py::test_add", "tests/test_toy.py::test_fails")  # total = a + b
+    assert lines[12] == ("tests/test_toy.py::test_shout", "tests/test_toy.py::test_xfail")  # loud = ...
+    assert 18 not in lines and 19 not in lines  # unused() never ran
+    assert 4 not in lines  # `def add` runs at import, outside any test
+
+
+def test_collect_only_lists_tests_as_skipped(toy) -> None:
+    sandbox, env, root = toy
+    out = sandbox.run(env, root, RunRequest(tests=("tests/test_toy.py",), collect_only=True, timeout_s=120))
+    assert "collect_only" in out.report.flags
+    assert len(out.report.results) == 6
+    assert {r.outcome for r in out.report.results} == {Outcome.SKIPPED}
+
+
+def test_prepare_reuses_a_complete_environment(toy) -> None:
+    sandbox, env, root = toy
+    start = time.monotonic()
+    again = sandbox.prepare(env.spec, root)
+    assert time.monotonic() - start < 2
+    assert again == env
+
+
+def test_request_uses_spec_args_and_paths(toy, tmp_path: Path) -> None:
+    _, env, root = toy
+    req = build_request(env.spec, root, RunRequest(), tmp_path)
+    assert req["args"] == list(env.spec.pytest_args) + ["tests"]
+    assert req["coverage_source"] == [str(root / "toypkg")]
+    json.dumps(req)  # plain JSON
+
+
+@pytest.mark.slow
+def test_install_failure_is_one_clear_error(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    write(tmp_path, {"pyproject.toml": '[build-system]\nrequires = ["setuptools"]\n'
+                                       'build-backend = "setuptools.build_meta"\n[project]\nname = "bad"\n'
+                                       'version = "1"\ndependencies = ["no-such-dist-taskforge-xyz==0.0.1"]\n',
+                     "bad/__init__.py": "", "tests/test_b.py": "def test_b():\n    pass\n"})
+    sandbox = LocalSandbox(Settings(work_dir=shared_work_dir(tmp_path_factory), install_timeout_s=300))
+    spec = detect_env(tmp_path)
+    with pytest.raises(EnvironmentBuildError) as err:
+        sandbox.prepare(spec, tmp_path)
+    msg = str(err.value)
+    assert "installing bad failed" in msg and "\n" not in msg
+    assert not (shared_work_dir(tmp_path_factory) / "envs" / spec.key / ".taskforge-ready.json").exists()
+
+
+@pytest.mark.slow
+def test_installed_project_code_is_stripped_from_the_environment(tmp_path: Path,
+                                                                 tmp_path_factory: pytest.TempPathFactory) -> None:
+    root = make_toy_project(tmp_path / "proj", installable=True, src_layout=True, failing=False)
+    sandbox = LocalSandbox(Settings(work_dir=shared_work_dir(tmp_path_factory)))
+    spec = detect_env(root)
+    assert spec.install_target == "." and spec.src_roots == ("src",)
+    env = sandbox.prepare(spec, root)
+    site = next(Path(env.location).glob("lib/python*/site-packages"))
+    assert not (site / "toypkg").exists()
+    dist = next(site.glob("toypkg-*.dist-info"))
+    assert "toypkg/" not in (dist / "RECORD").read_text()
+    assert not any(line.startswith("toypkg") for line in env.frozen)
+    out = sandbox.run(env, root, RunRequest(timeout_s=120))
+    assert out.report.outcome_of("tests/test_toy.py::test_add") is Outcome.PASSED
+    # no copy of the code anywhere but the workspace: without it, the tests cannot import it
+    ws = tmp_path / "ws"
+    shutil.copytree(root, ws)
+    shutil.rmtree(ws / "src" / "toypkg")
+    out = sandbox.run(env, ws, RunRequest(timeout_s=120))
+    assert not out.report.results or out.report.outcome_of("tests/test_toy.py::test_add") is not Outcome.PASSED
+    assert out.report.collection_errors == ("tests/test_toy.py",)
