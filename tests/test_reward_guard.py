@@ -1,0 +1,111 @@
+"""Unit tests of the grader's pieces that need no sandbox: patch vetting, config pinning, canary verdicts."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from sandboxes.canaries import plant_canaries
+from taskforge.errors import PatchError
+from taskforge.grading import original_ini, pinned_options, restore_protected, write_clean_ini
+from taskforge.patch_guard import ProtectedPaths, apply_vetted, vet_patch
+from taskforge.testreport import Outcome, TestReport
+from taskforge.testreport import TestResult as Result
+
+P = ProtectedPaths(test_dirs=("tests",), src_roots=(".",))
+
+
+def section(path: str, body: str = "+x = 1\n", header: str = "new file mode 100644\n") -> str:
+    return f"diff --git a/{path} b/{path}\n{header}--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n{body}"
+
+
+def test_protected_kinds() -> None:
+    assert P.kind("tests/test_a.py") == "test"
+    assert P.kind("pkg/tests/helpers.py") == "test"
+    assert P.kind("test_top.py") == "test" and P.kind("pkg/a_test.py") == "test"
+    for support in ("conftest.py", "pkg/conftest.py", "setup.cfg", "tox.ini", "pytest.ini", "pyproject.toml",
+                    "sitecustomize.py", "lib/usercustomize.py", "x.pth"):
+        assert P.kind(support) == "support", support
+    assert P.kind("pkg/core.py") is None and P.kind("pkg/testing.py") is None
+    assert ProtectedPaths(exempt=frozenset({"pkg/test_utils.py"})).kind("pkg/test_utils.py") is None
+
+
+@pytest.mark.parametrize("patch,why", [
+    (section("../up.py"), "escapes"),
+    ("--- /dev/null\n+++ /etc/evil.py\n@@ -0,0 +1 @@\n+x\n", "outside"),
+    (section(".git/hooks/pre-commit"), ".git"),
+    (section("link.py", "+target.py\n", "new file mode 120000\n"), "symlink"),
+    ("diff --git a/sub b/sub\nnew file mode 160000\nindex 0000000..1234567\n--- /dev/null\n+++ b/sub\n"
+     "@@ -0,0 +1 @@\n+Subproject commit 1234567\n", "submodule"),
+    ("diff --git a/a.bin b/a.bin\nindex 1..2 100644\nGIT binary patch\nliteral 2\nJcmZQz0ssI600RI3\n\n", "binary"),
+    (section("json.py"), "shadow"),
+    (section("_pytest/__init__.py"), "shadow"),
+    ("this is not a diff\n", "no file section"),
+])
+def test_refusals(patch: str, why: str) -> None:
+    with pytest.raises(PatchError, match=why):
+        vet_patch(patch, P)
+
+
+def test_drops_protected_sections_and_keeps_source(tmp_path: Path) -> None:
+    patch = section("pkg/new.py") + section("tests/test_x.py") + section("sitecustomize.py") + section("conftest.py")
+    vetted = vet_patch(patch, P)
+    assert vetted.files == ("pkg/new.py",)
+    assert set(vetted.dropped) == {"tests/test_x.py", "sitecustomize.py", "conftest.py"}
+    assert vetted.startup_hooks == ("sitecustomize.py",)
+    apply_vetted(tmp_path, vetted)
+    assert (tmp_path / "pkg/new.py").read_text() == "x = 1\n"
+    assert not (tmp_path / "tests").exists() and not (tmp_path / "conftest.py").exists()
+    assert vet_patch("", P).text == ""
+
+
+def test_restore_overwrites_and_deletes(tmp_path: Path) -> None:
+    orig, ws = tmp_path / "o", tmp_path / "w"
+    for root in (orig, ws):
+        (root / "tests").mkdir(parents=True)
+        (root / "pkg").mkdir()
+    (orig / "tests/test_a.py").write_text("real\n")
+    (orig / "pkg/m.py").write_text("orig\n")
+    (ws / "tests/test_a.py").symlink_to(ws / "pkg/m.py")
+    (ws / "pkg/m.py").write_text("agent\n")
+    (ws / "pkg/conftest.py").write_text("evil\n")
+    (ws / "tests/test_new.py").write_text("new\n")
+    restored, removed = restore_protected(ws, orig, P)
+    assert (ws / "tests/test_a.py").read_text() == "real\n" and not (ws / "tests/test_a.py").is_symlink()
+    assert (ws / "pkg/m.py").read_text() == "agent\n"
+    assert sorted(removed) == ["pkg/conftest.py", "tests/test_new.py"] and restored == ["tests/test_a.py"]
+
+
+def test_clean_ini_keeps_safe_keys_and_drops_addopts(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\naddopts = "-x -k foo -p myplug --import-mode=importlib -W error"\n'
+        'markers = ["slow: slow", "net: network"]\nrequired_plugins = "pytest-evil"\nxfail_strict = true\n')
+    ini = original_ini(tmp_path)
+    assert pinned_options(ini) == ["-p", "myplug", "--import-mode=importlib", "-W", "error"]
+    write_clean_ini(ini, tmp_path / "clean.ini")
+    text = (tmp_path / "clean.ini").read_text()
+    assert "slow: slow" in text and "net: network" in text and "xfail_strict = True" in text
+    assert "required_plugins" not in text and "-k" not in text and text.rstrip().endswith("addopts =")
+
+
+def test_canary_plan_is_secret_and_verified(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    src = "import pytest\n\n\ndef test_alpha():\n    assert 1 == 1\n\n\nclass TestB:\n    def test_beta(self):\n        pass\n"
+    (tmp_path / "tests/test_h.py").write_text(src)
+    plan = plant_canaries(tmp_path, ["tests/test_h.py"], rng=random.Random(3))
+    assert len(plan.expect) == 12 and set(plan.expect.values()) == {"pass", "fail"}
+    assert (tmp_path / f"{plan.plugin_module}.py").is_file() and plan.last in plan.expect
+    text = (tmp_path / "tests/test_h.py").read_text()
+    assert "def test_alpha():" in text and "class TestB:" in text
+    assert all(n.split("::")[1] in text for n in plan.expect if n.startswith("tests/test_h.py"))
+    assert "fail" not in text  # expectations are not written next to the canaries
+    good = TestReport(tuple(Result(n, Outcome.FAILED if w == "fail" else Outcome.PASSED)
+                            for n, w in plan.expect.items()), 1, 1.0)
+    assert plan.verify(good) == ()
+    all_pass = TestReport(tuple(Result(n, Outcome.PASSED) for n in plan.expect), 0, 1.0)
+    assert any("must-fail" in p for p in plan.verify(all_pass))
+    assert plan.verify(TestReport.crashed(exit_code=0, duration=1.0, output_tail=""))
+    missing = TestReport(good.results[:-1], 1, 1.0)
+    assert plan.verify(missing)
