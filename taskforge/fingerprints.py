@@ -25,8 +25,9 @@ import io
 import textwrap
 import tokenize
 import types
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import ahocorasick_rs
@@ -295,3 +296,66 @@ def iter_code(code: types.CodeType) -> Iterable[types.CodeType]:
         c = stack.pop()
         yield c
         stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+
+
+def entity_sources(read: Callable[[str], str | None], qualnames: Iterable[str],
+                   src_roots: Iterable[str] = (".",)) -> dict[str, str]:
+    """qualname -> its source in the original code, read through ``read(workspace-relative path)``.
+
+    The module is the longest dotted prefix with a file (``a/b.py`` or ``a/b/__init__.py`` under a
+    source root); the rest is walked in its AST (classes, then the def), decorators included. A
+    module entity gives the whole file. Entities not found are left out.
+    """
+    roots = [r.strip("/") for r in src_roots if r.strip("/") not in ("", ".")] + [""]
+    out: dict[str, str] = {}
+    for qualname in qualnames:
+        parts = qualname.split(".")
+        for i in range(len(parts), 0, -1):
+            text = _module_text(read, roots, parts[:i])
+            if text is None:
+                continue
+            found = text if i == len(parts) else _segment(text, parts[i:])
+            if found:
+                out[qualname] = found
+            break
+    return out
+
+
+def _module_text(read: Callable[[str], str | None], roots: list[str], mod: list[str]) -> str | None:
+    for root in roots:
+        base = "/".join([root, *mod]) if root else "/".join(mod)
+        for rel in (f"{base}.py", f"{base}/__init__.py"):
+            text = read(rel)
+            if text is not None:
+                return text
+    return None
+
+
+def _segment(text: str, path: list[str]) -> str:
+    try:
+        body: list[ast.stmt] = ast.parse(text).body
+    except SyntaxError:
+        return ""
+    lines = text.splitlines(keepends=True)
+    node: ast.stmt | None = None
+    for name in path:
+        node = next((n for n in body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                     and n.name == name), None)
+        if node is None:
+            return ""
+        body = node.body
+    assert node is not None
+    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    return textwrap.dedent("".join(lines[first - 1:node.end_lineno]))
+
+
+def entity_sources_in_tree(root: Path | str, qualnames: Iterable[str],
+                           src_roots: Iterable[str] = (".",)) -> dict[str, str]:
+    """``entity_sources`` over a directory holding the original repository."""
+    base = Path(root)
+
+    def read(rel: str) -> str | None:
+        path = base / rel
+        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+
+    return entity_sources(read, qualnames, src_roots)

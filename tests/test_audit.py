@@ -206,3 +206,60 @@ def test_audit_cost_scales_to_thousands_of_files(task: LeakTask, tmp_path: Path)
     elapsed = time.perf_counter() - start
     assert result.passed
     assert elapsed < 20, elapsed  # ~21 MB in 2000 files: one automaton pass each, not one per pattern
+
+
+def _cli_dataset(tmp_path: Path, leak: bool) -> Path:
+    import dataclasses
+
+    from taskforge.dataset import DatasetWriter
+    from tests.strategies import MINI_BROKEN, MINI_ORIGINAL, mini_task, unified_diff
+
+    task, src = mini_task(tmp_path)
+    if leak:  # a generator bug: the broken workspace keeps the deleted body in a notes file
+        broken = {**MINI_BROKEN, "NOTES.md": "for _ in range(b):\n    result = add(result, a)\n"}
+        task = dataclasses.replace(task, setup_patch=unified_diff(MINI_ORIGINAL, broken))
+    root = tmp_path / "ds"
+    with DatasetWriter(root) as w:
+        w.add_repo_archive(task.repo, task.base_commit, src)
+        w.add(task)
+    return root
+
+
+@pytest.mark.parametrize("leak", [False, True])
+def test_cli_audit_rebuilds_workspaces_and_exits_nonzero_on_leak(tmp_path: Path, leak: bool) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from taskforge.cli import audit_cmd
+
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    audit_cmd.register(app)
+    root = _cli_dataset(tmp_path, leak)
+    result = CliRunner().invoke(app, ["audit", str(root), "--json"])
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    row = summary["results"]["mini__delete__mini.calc.mul-1a2b3c4d"]
+    assert row["channels"] == ["workspace", "git"] and row["fingerprints"] > 0
+    if leak:
+        assert result.exit_code == 1, result.output
+        assert summary["leaky"] == ["mini__delete__mini.calc.mul-1a2b3c4d"]
+        assert [h["path"] for h in row["hits"]][0] == "NOTES.md"
+        assert [h["channel"] for h in row["hits"]] == ["workspace", "git"]  # and its blob in the fresh commit
+        assert "leak:" in result.output and "NOTES.md" in result.output
+    else:
+        assert result.exit_code == 0, result.output
+        assert summary["clean"] == 1 and row["passed"]
+
+
+def test_cli_audit_missing_dataset_is_one_line_error(tmp_path: Path) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from taskforge.cli import audit_cmd
+
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    audit_cmd.register(app)
+    result = CliRunner().invoke(app, ["audit", str(tmp_path / "nope")])
+    assert result.exit_code == 1
+    assert "error:" in result.output and "Traceback" not in result.output
