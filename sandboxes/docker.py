@@ -151,9 +151,8 @@ class DockerSandbox:
             raise SandboxError(f"cannot create a container from {env.location}: {exc.explanation or exc}") from exc
 
     def _copy_in(self, container: Any, workspace: Path, payload: Mapping[str, Any]) -> None:
-        container.put_archive(MOUNT, tar_directory(workspace, "workspace", uid=USER_ID))
-        container.put_archive(MOUNT, tar_bytes({"io/request.json": json.dumps(payload).encode()},
-                                               uid=USER_ID, dirs=("io",)))
+        io_tar = tar_bytes({"io/request.json": json.dumps(payload).encode()}, uid=USER_ID, dirs=("io",))
+        container.put_archive(MOUNT, tar_directory(workspace, "workspace", uid=USER_ID, extra_tar=io_tar))
 
     def _execute(self, container: Any, request: RunRequest) -> tuple[TestReport, CoverageContexts | None]:
         started = time.monotonic()

@@ -111,8 +111,10 @@ def tar_bytes(files: Mapping[str, bytes], *, uid: int = 0, mode: int = 0o644, di
     return buf.getvalue()
 
 
-def tar_directory(root: Path, arcname: str, *, uid: int = 0, exclude: Iterable[str] = ()) -> bytes:
-    """An in-memory tar of a directory tree (symlinks kept as links), owned by ``uid``."""
+def tar_directory(root: Path, arcname: str, *, uid: int = 0, exclude: Iterable[str] = (),
+                  extra_tar: bytes = b"") -> bytes:
+    """An in-memory tar of a directory tree (symlinks kept as links), owned by ``uid``, followed by
+    the members of ``extra_tar``."""
     skip = set(exclude)
 
     def owned(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
@@ -126,6 +128,10 @@ def tar_directory(root: Path, arcname: str, *, uid: int = 0, exclude: Iterable[s
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         tar.add(str(root), arcname=arcname, recursive=True, filter=owned)
+        if extra_tar:
+            with tarfile.open(fileobj=io.BytesIO(extra_tar)) as src:
+                for member in src.getmembers():
+                    tar.addfile(member, src.extractfile(member) if member.isfile() else None)
     return buf.getvalue()
 
 

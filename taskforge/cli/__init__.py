@@ -28,6 +28,7 @@ _COMMAND_MODULES = (
     "taskforge.cli.reward_cmd",
     "taskforge.cli.train_cmd",
     "taskforge.cli.bench_cmd",
+    "taskforge.cli.sandbox_cmd",
     "taskforge.cli.dataset_cmd",
 )
 

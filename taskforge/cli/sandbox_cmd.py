@@ -1,0 +1,93 @@
+"""``taskforge sandbox ...``: the docker backend's images (build the base, build an environment, inspect)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from taskforge.cli._common import ADVANCED, console, settings_from, user_errors
+
+
+def register(app: typer.Typer) -> None:
+    sandbox_app = typer.Typer(name="sandbox", help="Docker sandbox images: base image, environment images.",
+                              no_args_is_help=True)
+
+    @sandbox_app.command("build-base")
+    def build_base(
+        tag: Annotated[str, typer.Option(help="Tag of the image to build.")] = "taskforge/base:bookworm",
+        suite: Annotated[str, typer.Option(help="Debian suite to debootstrap.")] = "bookworm",
+        mirror: Annotated[str, typer.Option(help="Debian mirror.", rich_help_panel=ADVANCED)]
+            = "http://deb.debian.org/debian",
+        timeout: Annotated[float, typer.Option(help="Seconds before the build is killed.",
+                                               rich_help_panel=ADVANCED)] = 1500.0,
+        force: Annotated[bool, typer.Option(help="Rebuild even when the tag exists.")] = False,
+    ) -> None:
+        """Build a Python base image locally (debootstrap + docker import): no registry needed."""
+        from sandboxes.base_image import build_base_image
+
+        with user_errors():
+            image_id = build_base_image(tag, suite, mirror=mirror, timeout_s=timeout, force=force)
+        console.print(f"{tag} {image_id}  (use it with base_image = \"{tag}\")")
+
+    @sandbox_app.command("build-env")
+    def build_env(
+        source: Annotated[str, typer.Argument(help="Local path, git URL or pypi:NAME==VERSION.")],
+        base_image: Annotated[str | None, typer.Option(help="Base image (default: the setting).")] = None,
+        work_dir: Annotated[Path | None, typer.Option(help="Work area.", rich_help_panel=ADVANCED)] = None,
+    ) -> None:
+        """Detect SOURCE's environment and build (or reuse) its docker environment image."""
+        from generators.env_detect import detect_env
+        from generators.sources import resolve_source
+        from sandboxes.docker import DockerSandbox
+
+        with user_errors():
+            settings = settings_from(sandbox="docker", base_image=base_image, work_dir=work_dir)
+            snapshot = resolve_source(source, Path(settings.work_dir))
+            repo = Path(snapshot.path)
+            spec = detect_env(repo, python=settings.python.removeprefix("python") or "3.11",
+                              name_hint=snapshot.name)
+            env = DockerSandbox(settings).prepare(spec, repo)
+        console.print(f"{env.location}  python {env.python_version}, {len(env.frozen)} pinned packages, "
+                      f"built in {env.build_seconds:.1f}s")
+
+    @sandbox_app.command("info")
+    def info(
+        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    ) -> None:
+        """Docker daemon, base image and cached environment images."""
+        import docker.errors
+
+        from sandboxes.docker import docker_client
+        from sandboxes.docker_images import IMAGE_REPOSITORY, LABEL
+
+        with user_errors():
+            settings = settings_from()
+            client = docker_client(timeout_s=30)
+            version = client.version()
+            try:
+                base = client.images.get(settings.base_image)
+                base_info = {"tag": settings.base_image, "id": base.id, "size_mb": round(base.attrs["Size"] / 1e6)}
+            except docker.errors.ImageNotFound:
+                base_info = {"tag": settings.base_image, "id": None}
+            envs = []
+            for image in client.images.list(name=IMAGE_REPOSITORY):
+                label = json.loads((image.labels or {}).get(LABEL, "{}") or "{}")
+                envs.append({"tags": image.tags, "size_mb": round(image.attrs["Size"] / 1e6),
+                             "project": label.get("spec", {}).get("project_name", "?"),
+                             "packages": len(label.get("frozen", []))})
+        summary = {"server_version": version.get("Version"), "api_version": version.get("ApiVersion"),
+                   "base_image": base_info, "env_images": envs}
+        if as_json:
+            print(json.dumps(summary))
+            return
+        console.print(f"docker {summary['server_version']} (API {summary['api_version']})")
+        console.print(f"base image {settings.base_image}: "
+                      + (f"{base_info['id'][:19]} {base_info['size_mb']} MB" if base_info["id"]
+                         else "missing (taskforge sandbox build-base)"))
+        for e in envs:
+            console.print(f"  {', '.join(e['tags'])}  {e['project']}  {e['packages']} packages  {e['size_mb']} MB")
+
+    app.add_typer(sandbox_app, name="sandbox")
