@@ -36,26 +36,38 @@ class Target:
     visible_test: str  # a PASS_TO_PASS test file the agent can see
     hidden_test: str  # the file holding FAIL_TO_PASS tests
     conftest_dir: str  # where a nested conftest would go ("" = root)
+    sandbox: object  # the backend every grading of this target runs on
+
+
+@pytest.fixture(scope="module", params=["subprocess", pytest.param("local", marks=pytest.mark.slow),
+                                        pytest.param("docker", marks=pytest.mark.docker)])
+def backend(request: pytest.FixtureRequest) -> object:
+    if request.param == "subprocess":
+        return SubprocessSandbox()
+    from sandboxes.select import make_sandbox
+    from taskforge.settings import Settings
+
+    return make_sandbox(Settings.load({"sandbox": request.param}))
 
 
 @pytest.fixture(scope="module", params=["minilib", pytest.param("inflection", marks=pytest.mark.realrepo)])
-def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Target:
+def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, backend: object) -> Target:
     base = tmp_path_factory.mktemp(request.param)
     if request.param == "minilib":
         orig = write_tree(base / "orig", MINILIB)
         task = build_stub_task(orig, base, module="minilib/text.py", function="shout", spec=MINILIB_SPEC,
                                repo="minilib")
         return Target(task, DirectoryTrees(orig), "minilib/text.py", "tests/test_whisper.py",
-                      "tests/test_shout.py", "tests")
+                      "tests/test_shout.py", "tests", backend)
     orig = fetch_inflection(base / "sdist")
     task = build_stub_task(orig, base, module="inflection/__init__.py", function="camelize",
                            spec=INFLECTION_SPEC, repo="inflection")
     return Target(task, DirectoryTrees(orig), "inflection/__init__.py", "test_inflection.py",
-                  "test_inflection.py", "")
+                  "test_inflection.py", "", backend)
 
 
 def grade(t: Target, patch: str, timeout_s: float = 60.0) -> RewardResult:
-    return reward(t.task, patch, sandbox=SubprocessSandbox(), trees=t.trees, timeout_s=timeout_s)
+    return reward(t.task, patch, sandbox=t.sandbox, trees=t.trees, timeout_s=timeout_s)  # type: ignore[arg-type]
 
 
 def hack(t: Target, tmp_path: Path, **edits: object) -> RewardResult:
