@@ -134,7 +134,7 @@ def export(
     min_score: Annotated[float | None, typer.Option(help="Only tasks at least this hard.")] = None,
     max_score: Annotated[float | None, typer.Option(help="Only tasks at most this hard.")] = None,
     base_image: Annotated[str | None, typer.Option(help="harbor: FROM image (default: the task's image, else "
-                                                        "python:<version>-slim).", rich_help_panel=ADVANCED)] = None,
+                                                        "the base_image setting).", rich_help_panel=ADVANCED)] = None,
     ca_bundle: Annotated[Path | None, typer.Option(help="harbor: CA bundle for pip inside the image (default: "
                                                         "the ca_bundle setting / PIP_CERT).",
                                                    rich_help_panel=ADVANCED)] = None,
@@ -161,8 +161,10 @@ def export(
         if fmt is ExportFormat.harbor:
             from taskforge.dataset.export_harbor import HarborOptions, export_harbor
 
-            ca = str(ca_bundle) if ca_bundle else Settings.load().effective_ca_bundle
-            options = HarborOptions(base_image=base_image or "", install_requirements=pip, ca_bundle=ca,
+            settings = Settings.load()
+            ca = str(ca_bundle) if ca_bundle else settings.effective_ca_bundle
+            options = HarborOptions(base_image=base_image or "", fallback_image=settings.base_image,
+                                    install_requirements=pip, ca_bundle=ca,
                                     agent_timeout_s=agent_timeout, verifier_timeout_s=verifier_timeout,
                                     memory_mb=memory_mb, cpus=cpus)
             paths = export_harbor(ds, out, options, tasks)

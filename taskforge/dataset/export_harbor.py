@@ -37,12 +37,14 @@ from taskforge.errors import DatasetError
 from taskforge.task import Task
 
 _NAME = re.compile(r"[^a-z0-9_-]+")
+TASK_VENV = "/opt/taskforge-task/venv"
 ROOT_CONFIG_FILES = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "conftest.py")
 
 
 @dataclass(frozen=True, slots=True)
 class HarborOptions:
-    base_image: str = ""  # "" = the task's image_name, else python:<env python>-slim
+    base_image: str = ""  # "" = the task's image_name, else fallback_image
+    fallback_image: str = ""  # for tasks without an image ("" = python:<env python>-slim)
     install_requirements: bool | None = None  # None = pip install env_frozen unless FROM the task's own image
     ca_bundle: str = ""  # a CA bundle file copied into the image and given to pip ("" = none)
     agent_timeout_s: float = 1800.0
@@ -85,15 +87,19 @@ def _dockerfile(task: Task, base_image: str, install: bool, ca: bool) -> str:
         "# (solution/) are never copied into this image.",
         f"ARG BASE_IMAGE={base_image}",
         "FROM ${BASE_IMAGE}",
+        "USER root",  # environment images may default to an unprivileged user; agents work as root in /app
         "ENV PYTHONDONTWRITEBYTECODE=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1",
     ]
     if ca:
         lines += ["COPY ca-bundle.pem /usr/local/share/taskforge-ca.pem",
                   "ENV PIP_CERT=/usr/local/share/taskforge-ca.pem SSL_CERT_FILE=/usr/local/share/taskforge-ca.pem "
                   "REQUESTS_CA_BUNDLE=/usr/local/share/taskforge-ca.pem"]
-    if install:
+    if install:  # a virtualenv: works on python:*-slim and on Debian's externally managed python3 alike
         lines += ["COPY requirements.txt /tmp/taskforge-requirements.txt",
-                  "RUN python -m pip install --no-cache-dir -r /tmp/taskforge-requirements.txt"]
+                  'RUN set -eu; PY="$(command -v python3 || command -v python)"; "$PY" -m venv ' + TASK_VENV + "; "
+                  + TASK_VENV + "/bin/python -m pip install --no-cache-dir --progress-bar off "
+                  "-r /tmp/taskforge-requirements.txt",
+                  f"ENV PATH={TASK_VENV}/bin:$PATH"]
     lines += ["WORKDIR /app", "ADD workspace.tar.gz /app/", f"ENV PYTHONPATH={roots}", ""]
     return "\n".join(lines)
 
@@ -152,7 +158,8 @@ def _test_file_set(task: Task, original: dict[str, str]) -> set[str]:
 
 def export_task(ds: Dataset, task: Task, dest: Path, options: HarborOptions) -> Path:
     """Write one Harbor task directory at ``dest`` (replaced atomically if it exists)."""
-    base_image = options.base_image or task.image_name or f"python:{task.env_spec.python}-slim"
+    base_image = (options.base_image or task.image_name or options.fallback_image
+                  or f"python:{task.env_spec.python}-slim")
     install = options.install_requirements
     if install is None:
         install = not (task.image_name and base_image == task.image_name)
