@@ -240,3 +240,43 @@ def test_openai_policy_errors(server) -> None:
     dead = dataclasses.replace(PolicyOptions(model="m", timeout_s=5), endpoint="http://127.0.0.1:9/v1")
     with pytest.raises(ConfigError, match="cannot reach"):
         OpenAIPolicy(dead).propose(TASK, 1)
+
+
+# --- an external agent, its workspace from the dataset, graded by the real reward path --------------------
+SOLVER = '''
+import difflib, os, pathlib
+ws = pathlib.Path(os.environ["TASKFORGE_WORKSPACE"])
+assert not (ws / "tests" / "test_shout.py").read_text().count("def test_shout("), "hidden tests visible"
+src = (ws / "minilib" / "text.py").read_text()
+fixed = src.replace("    raise NotImplementedError", '    return s.upper() + "!"', 1)
+print("".join(difflib.unified_diff(src.splitlines(True), fixed.splitlines(True),
+                                   "a/minilib/text.py", "b/minilib/text.py")), end="")
+'''
+
+
+@pytest.mark.slow
+def test_command_agent_solves_a_real_task_through_the_reward_path(tmp_path: Path) -> None:
+    from reward_fixtures import MINILIB, MINILIB_SPEC, SubprocessSandbox, build_stub_task, write_tree
+
+    from taskforge.dataset import DatasetWriter
+    from taskforge.grading import DatasetTrees
+    from taskforge.reward import reward_many
+    from taskforge.rl.grading import from_reward_result
+    from taskforge.rl.policies import dataset_workspaces
+
+    orig = write_tree(tmp_path / "orig", MINILIB)
+    task = build_stub_task(orig, tmp_path, module="minilib/text.py", function="shout", spec=MINILIB_SPEC,
+                           repo="minilib")
+    root = tmp_path / "ds"
+    with DatasetWriter(root) as w:
+        w.add_repo_archive("minilib", task.base_commit, orig)
+        w.add(task)
+    agent = tmp_path / "solver.py"
+    agent.write_text(SOLVER)
+    pol = make_policy("command", PolicyOptions(command=f"{sys.executable} {agent}", timeout_s=60,
+                                               workspace=dataset_workspaces(root)))
+    [patch] = pol.propose(task, 1)
+    assert patch.startswith("--- a/minilib/text.py") and pol.failures == 0
+    results = reward_many([(task, patch), (task, "")], sandbox=SubprocessSandbox(), trees=DatasetTrees(root))
+    grades = [from_reward_result(r) for r in results]
+    assert [g.reward for g in grades] == [1.0, 0.0], [r.detail for r in results]

@@ -184,3 +184,25 @@ def test_cli_train_with_real_grading(inflection_dataset: Path, tmp_path: Path, p
     assert [x["pass_rate"] for x in lines] == [expected, expected]
     assert all(x["rollouts"] == 4 and x["grading_seconds"] > 0 for x in lines), lines
     assert all(not x["flags"] for x in lines), lines
+
+
+def test_live_view_renders_the_latest_step() -> None:
+    import io
+
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=120)
+    train(POOL, OraclePolicy(), FakeGrader(), steps=2, group_size=2, batch_size=2, live=True, console=console)
+    out = buf.getvalue()
+    assert "step 2/2" in out and "pass rate" in out and "1.000" in out
+
+
+def test_importing_taskforge_rl_does_not_import_torch() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, taskforge.rl, taskforge.cli.train_cmd, taskforge.cli.bench_cmd; "
+            "assert 'torch' not in sys.modules, 'torch imported'; "
+            "from taskforge.rl import CurriculumSampler; assert 'torch' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

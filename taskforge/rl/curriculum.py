@@ -94,7 +94,7 @@ class CurriculumConfig:
     window: int = 3  # updates in the rolling pass rate
     prior_strength: float = 2.0  # pseudo-observations of the difficulty prior
     prior_slope: float = 8.0  # logits of pass probability per unit of difficulty score
-    evidence_half_life: float = 15.0  # updates after which an observed outcome counts half
+    evidence_half_life: float = 5.0  # updates after which an observed outcome counts half
     temperature: float = 0.1  # priority = learnability ** (1 / temperature): sharp, near-greedy
     staleness_mix: float = 0.05  # rho: share of the sampling distribution given to staleness
 
