@@ -7,7 +7,9 @@ the same rollout budget:
 * ``uniform``: every task equally likely;
 * ``dapo``: uniform, plus DAPO's dynamic sampling (zero-variance groups dropped, batches drawn again
   until ``batch_size`` informative groups are kept, at most ``max_gen_batches`` per step);
-* ``curriculum``: ``taskforge.rl.curriculum.CurriculumSampler`` with its default configuration.
+* ``curriculum``: ``taskforge.rl.curriculum.CurriculumSampler`` with its default configuration;
+* ``oracle`` (a reference, not a method): samples by the learner's *true* learnability, which only a
+  simulation knows. It shows how close the curriculum gets to the best this learner allows.
 
 The measured quantity is the number of steps until the learner's expected pass rate on the *hardest
 tier* (the top ``1 - hard_quantile`` of the pool by static difficulty score) reaches ``target``. A step
@@ -39,7 +41,7 @@ import typer
 from taskforge.environment import EnvSpec
 from taskforge.task import Difficulty, Task
 
-ARMS = ("uniform", "dapo", "curriculum")
+ARMS = ("uniform", "dapo", "curriculum", "oracle")
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,8 +122,21 @@ def run_arm(arm: str, tasks: Sequence[Task], seed: int, cfg: BenchConfig) -> Arm
     b_hard = np.asarray([policy.latent_difficulty(t) for t in hard])
     rollout_unit = cfg.batch_size * cfg.group_size
     budget = cfg.max_steps * rollout_unit
-    sampler = (CurriculumSampler.from_tasks(tasks, seed=seed, batch_size=cfg.batch_size) if arm == "curriculum"
-               else UniformSampler.from_tasks(tasks, seed=seed, batch_size=cfg.batch_size))
+    b_all = np.asarray([policy.latent_difficulty(t) for t in tasks])
+
+    class OracleSampler(UniformSampler):
+        def probabilities(self) -> np.ndarray:
+            p = 1.0 / (1.0 + np.exp(-(policy.skill - b_all)))
+            w = np.power(p * (1.0 - p), 8) + 1e-12
+            return w / w.sum()
+
+    if arm == "curriculum":
+        sampler: UniformSampler | CurriculumSampler = CurriculumSampler.from_tasks(
+            tasks, seed=seed, batch_size=cfg.batch_size)
+    elif arm == "oracle":
+        sampler = OracleSampler.from_tasks(tasks, seed=seed, batch_size=cfg.batch_size)
+    else:
+        sampler = UniformSampler.from_tasks(tasks, seed=seed, batch_size=cfg.batch_size)
     spent = {"rollouts": 0, "reached_at": None}
 
     def hard_pass() -> float:
@@ -156,6 +171,7 @@ def run_benchmark(cfg: BenchConfig, tasks: Sequence[Task] | None = None) -> dict
         "steps_uniform": mean["uniform"], "steps_dapo": mean["dapo"], "steps_curriculum": mean["curriculum"],
         "speedup_vs_uniform": mean["uniform"] / mean["curriculum"],
         "speedup_vs_dapo": mean["dapo"] / mean["curriculum"],
+        "steps_oracle": mean["oracle"], "speedup_oracle_vs_uniform": mean["uniform"] / mean["oracle"],
         "speedup_vs_uniform_per_seed": ratios,
         "optimizer_steps_dapo": statistics.fmean(r.optimizer_steps for r in by["dapo"]),
         **{f"reached_{arm}": sum(r.reached for r in by[arm]) for arm in ARMS},
