@@ -39,7 +39,7 @@ def _build() -> dict:  # type: ignore[type-arg]
     import pluggy
     import pytest
 
-    cfg = json.loads(_CONFIG)
+    cfg = json.loads(globals().pop("_CONFIG"))
     try:
         os.unlink(__file__)
     except OSError:
@@ -114,7 +114,7 @@ def _build() -> dict:  # type: ignore[type-arg]
             for key in before:
                 if key not in now_keys:
                     bad.append(f"a {name} implementation was removed or altered")
-            for impl, key in zip(impls, now_keys):
+            for key in now_keys:
                 if key in before:
                     continue
                 code = key[1]
@@ -173,4 +173,4 @@ def _build() -> dict:  # type: ignore[type-arg]
 
 
 globals().update(_build())
-del _build, _CONFIG
+del _build

@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import unidiff
@@ -41,7 +41,6 @@ from taskforge.grading import (
     plugin_modules,
     restore_protected,
     stray_symlinks,
-    walk_files,
     write_clean_ini,
 )
 from taskforge.patch_guard import ProtectedPaths, apply_vetted, vet_patch
@@ -213,7 +212,6 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path) -> Reward
 def _score(task: Task, report: TestReport, plan: Any, flags: list[str], detail: str,
            timings: Mapping[str, float]) -> RewardResult:
     tests = (*task.fail_to_pass, *task.pass_to_pass)
-    canary_ids = set(plan.nodeids)
     full = report.with_missing(tests)
     outcomes = {r.nodeid: r.outcome.value for r in full.results if r.nodeid in set(tests)}
     durations = {r.nodeid: r.duration for r in full.results if r.nodeid in set(tests)}
@@ -242,7 +240,6 @@ def _score(task: Task, report: TestReport, plan: Any, flags: list[str], detail: 
     if not passed and not detail:
         failing = [n for n in tests if not Outcome(outcomes[n]).ok]
         detail = f"{len(failing)} of {len(tests)} tests did not pass (first: {failing[0]})" if failing else ""
-    del canary_ids
     return _result(task, flags, detail, timings, outcomes, durations, fraction, p2p_fraction,
                    1.0 if passed else 0.0)
 
@@ -269,13 +266,4 @@ def reward_many(pairs: Iterable[tuple[Task, str]], *, sandbox: Sandbox, trees: O
         return list(pool.map(one, items))
 
 
-def protected_kind(task: Task, rel: str) -> str | None:
-    """Whether grading owns ``rel`` for ``task`` (``"test"``/``"support"``) or the agent may edit it."""
-    spec = task.env_spec
-    protected = ProtectedPaths(test_dirs=spec.test_paths, src_roots=spec.src_roots,
-                               extra=frozenset(_patch_paths(task.test_patch)),
-                               exempt=frozenset(_patch_paths(task.patch)))
-    return protected.kind(PurePosixPath(rel).as_posix())
-
-
-__all__ = ["EnvCache", "RewardFlag", "RewardResult", "reward", "reward_many", "protected_kind", "walk_files"]
+__all__ = ["EnvCache", "RewardFlag", "RewardResult", "reward", "reward_many"]
