@@ -8,6 +8,7 @@ on-disk format documented in ``datasets/PROFILE_FORMAT.md``.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -167,28 +168,37 @@ def build_profile(source: str, settings: Settings, sandbox: Sandbox, *, rev: str
     n = max(1, int(runs if runs is not None else settings.baseline_runs))
     reports: list[TestReport] = []
     contexts = None
-    with _workspace(snapshot, Path(settings.work_dir)) as ws:
-        for i in range(n):
-            say(f"run {i + 1}/{n} of the suite of {snapshot.slug}{' (with coverage)' if i == 0 else ''}")
-            out = sandbox.run(env, ws, RunRequest(timeout_s=settings.test_timeout_s, coverage=(i == 0)))
-            _check_run(out.report, snapshot, env, settings.test_timeout_s)
-            reports.append(out.report)
-            if i == 0:
-                contexts = out.coverage
-            t = lap("coverage_run" if i == 0 else f"run_{i + 1}", t)
+    module = _static_index_module()
+    # the index is pure Python work in this process, the runs are child processes: overlap them
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="static-index")
+    index_job = pool.submit(_timed, module.build_index, Path(snapshot.path), spec) if module is not None else None
+    try:
+        with _workspace(snapshot, Path(settings.work_dir)) as ws:
+            for i in range(n):
+                say(f"run {i + 1}/{n} of the suite of {snapshot.slug}{' (with coverage)' if i == 0 else ''}")
+                out = sandbox.run(env, ws, RunRequest(timeout_s=settings.test_timeout_s, coverage=(i == 0)))
+                _check_run(out.report, snapshot, env, settings.test_timeout_s)
+                reports.append(out.report)
+                if i == 0:
+                    contexts = out.coverage
+                t = lap("coverage_run" if i == 0 else f"run_{i + 1}", t)
+        say(f"indexing {snapshot.slug}")
+        index, timings["index"] = index_job.result() if index_job is not None else (None, 0.0)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     baseline = compute_baseline(reports, timing_reports=reports[1:] or reports)
     coverage = CoverageMap.from_contexts(contexts or {})
-
-    say(f"indexing {snapshot.slug}")
-    module = _static_index_module()
-    index = module.build_index(Path(snapshot.path), spec) if module is not None else None
-    t = lap("index", t)
     entities = tuple(index.entities) if index is not None else ()
     stmts = statement_lines(Path(snapshot.path), sorted({e.file for e in entities}))
     percent = coverage_percent(coverage, entities, stmts)
     timings["total"] = round(time.monotonic() - t0, 3)
     return Profile(snapshot=snapshot, env=env, baseline=baseline, coverage=coverage, index=index,
                    timings=timings, coverage_percent=percent)
+
+
+def _timed(fn: Callable[..., Any], *args: Any) -> tuple[Any, float]:
+    start = time.monotonic()
+    return fn(*args), round(time.monotonic() - start, 3)
 
 
 def _check_run(report: TestReport, snapshot: RepoSnapshot, env: PreparedEnv, timeout_s: float) -> None:

@@ -75,8 +75,8 @@ def mine(
             print(json.dumps({**summary, "profile_dir": str(target)}), flush=True)
     if not as_json and rows:
         console.print(_table(rows))
-        for source, _summary, target in rows:
-            console.print(f"profile of {source}: {target}", highlight=False, soft_wrap=True)
+        for source, _summary, where in rows:
+            console.print(f"profile of {source}: {where}", highlight=False, soft_wrap=True)
     if failures:
         raise typer.Exit(1)
 
