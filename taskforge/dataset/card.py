@@ -90,11 +90,11 @@ def card_values(ds: Dataset) -> dict[str, Any]:
         funnel = "_No funnel was recorded (the dataset was written without `funnel.json`)._"
     m = ds.manifest
     return {
-        "pretty_name": _pretty_name(sorted(repos)),
-        "title": json.loads(_pretty_name(sorted(repos))),
+        "pretty_name": _pretty_name([r[0] for r in repo_rows]),
+        "title": json.loads(_pretty_name([r[0] for r in repo_rows])),
         "size_category": _size_category(len(rows)),
         "num_tasks": len(rows),
-        "num_repos": len(repos),
+        "num_repos": len(repo_rows),
         "taskforge_version": m.taskforge_version,
         "schema_version": m.schema_version,
         "updated_at": m.updated_at,
