@@ -40,6 +40,9 @@ def test_shards_load_with_hugging_face_datasets(dataset_dir: Path) -> None:
     assert first["reward_model"]["ground_truth"] == first["instance_id"]
     assert json.loads(first["extra_info"])["instance_id"] == first["instance_id"]
     assert isinstance(first["prompt"], list) and first["prompt"][1]["role"] == "user"
+    # the generated card's front matter makes the directory itself loadable
+    whole = datasets.load_dataset(str(dataset_dir), split="train", cache_dir=str(dataset_dir.parent / "hf-cache2"))
+    assert sorted(whole["instance_id"]) == sorted(ds["instance_id"])
 
 
 def test_filters_push_down_and_tasks_round_trip(dataset_dir: Path) -> None:
