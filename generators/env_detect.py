@@ -127,6 +127,11 @@ def detect_env(repo: Path, *, python: str = "3.11", name_hint: str = "") -> EnvS
             requirements.append(dist)
             declared.add(normalise_name(dist))
             notes.append(f"requirements: added {dist!r} (imported by the tests, not declared)")
+    for tp in test_paths:
+        d = repo / tp
+        if d.is_dir() and tp != "." and d.name in imports and not (d / "__init__.py").is_file():
+            notes.append(f"test_paths: test files import from package {d.name!r} but {tp}/__init__.py is not in "
+                         "the source (an incomplete sdist?): those files will not collect and are left out")
     for fixture in sorted(fixtures):
         dist = KNOWN_FIXTURES[fixture]
         if normalise_name(dist) not in declared:

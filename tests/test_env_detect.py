@@ -147,3 +147,10 @@ def test_spec_key_changes_with_content_not_notes(tmp_path: Path) -> None:
     assert a.key == b.key
     write(tmp_path, {"tests/test_q.py": "import hypothesis\n"})
     assert detect_env(tmp_path).key != a.key
+
+
+def test_incomplete_sdist_missing_tests_package_is_reported(tmp_path: Path) -> None:
+    write(tmp_path, {"lib/__init__.py": "", "tests/test_l.py": "from tests import helper\n\ndef test_l():\n    pass\n"})
+    spec = detect_env(tmp_path)
+    assert any("tests/__init__.py is not in the source" in n for n in spec.notes)
+    assert spec.requirements == ()

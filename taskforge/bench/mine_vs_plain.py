@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import sys
@@ -29,7 +30,7 @@ from sandboxes.process import run_capture
 from taskforge.profile import PROFILE_FILE, Profile, build_profile
 from taskforge.settings import Settings
 
-_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+)")
+_KINDS = ("PASSED", "FAILED", "ERROR", "XFAIL", "XPASS")
 _SUMMARY = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)")
 
 
@@ -72,7 +73,8 @@ def plain_pytest(profile: Profile, work: Path, sdists_dir: Path, timeout_s: floa
         if rc != 0:
             raise RuntimeError(f"plain install failed: {out[-800:]}")
         rc, out = run_capture([str(venv / "bin/pytest"), "-rA", "--tb=no", "-p", "no:cacheprovider",
-                               "--continue-on-collection-errors"], timeout_s, cwd=tree)
+                               "--continue-on-collection-errors"], timeout_s, cwd=tree,
+                              env={**os.environ, "COLUMNS": "500"})
         return _parse(out, rc)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -92,10 +94,11 @@ def _parse(out: str, rc: int | None) -> PlainRun:
     failed: set[str] = set()
     collection: list[str] = []
     for line in out.splitlines():
-        m = _LINE.match(line.strip())
-        if not m:
+        kind, _, rest = line.rstrip().partition(" ")
+        if kind not in _KINDS or not rest:
             continue
-        kind, nodeid = m.groups()
+        # PASSED lines hold only the node id (which may contain spaces); the others end in " - reason"
+        nodeid = rest if kind == "PASSED" else rest.split(" - ", 1)[0]
         if kind in ("PASSED", "XFAIL"):
             passed.add(nodeid)
         elif kind == "ERROR" and "::" not in nodeid:

@@ -65,6 +65,9 @@ def mine(
             err_console.print(f"[bold red]internal error:[/] {source}: {type(exc).__name__}: {exc}",
                               highlight=False, soft_wrap=True)
             continue
+        for note in profile.spec.notes:
+            if "not mapped" in note or "will not collect" in note:
+                err_console.print(f"[yellow]warning:[/] {source}: {note}", highlight=False, soft_wrap=True)
         if profile.baseline.collection_errors:
             err_console.print(f"[yellow]warning:[/] {source}: pytest could not collect "
                               f"{len(profile.baseline.collection_errors)} file(s), their tests are left out: "
