@@ -137,24 +137,24 @@ def run_arm(arm: str, tasks: Sequence[Task], seed: int, cfg: BenchConfig) -> Arm
         sampler = OracleSampler.from_tasks(tasks, seed=seed, batch_size=cfg.batch_size)
     else:
         sampler = UniformSampler.from_tasks(tasks, seed=seed, batch_size=cfg.batch_size)
-    spent = {"rollouts": 0, "reached_at": None}
+    rollouts = [0]
+    reached_at: list[float] = []
 
     def hard_pass() -> float:
         return float(np.mean(1.0 / (1.0 + np.exp(-(policy.skill - b_hard)))))
 
     def on_step(m: StepMetrics) -> bool:
-        spent["rollouts"] += m.rollouts
+        rollouts[0] += m.rollouts
         if hard_pass() >= cfg.target:
-            spent["reached_at"] = spent["rollouts"] / rollout_unit
+            reached_at.append(rollouts[0] / rollout_unit)
             return True
-        return spent["rollouts"] >= budget
+        return rollouts[0] >= budget
 
     result = train(tasks, policy, FakeGrader(), steps=cfg.max_steps * (cfg.max_gen_batches if arm == "dapo" else 1),
                    group_size=cfg.group_size, batch_size=cfg.batch_size, sampler=sampler, seed=seed,
                    filter_zero_variance=(arm == "dapo"), max_gen_batches=cfg.max_gen_batches, on_step=on_step)
-    reached = spent["reached_at"] is not None
-    return ArmRun(arm, seed, float(spent["reached_at"]) if reached else float(cfg.max_steps), reached,
-                  result.steps, hard_pass())
+    reached = bool(reached_at)
+    return ArmRun(arm, seed, reached_at[0] if reached else float(cfg.max_steps), reached, result.steps, hard_pass())
 
 
 def run_benchmark(cfg: BenchConfig, tasks: Sequence[Task] | None = None) -> dict[str, Any]:
