@@ -27,7 +27,8 @@ _LAZY_EXPORTS: dict[str, str] = {
 # --- end lazy exports ----------------------------------------------------------------------------
 
 # --- Muon export (owned by the optimizer helper) ---------------------------------------------------
-# e.g. _LAZY_EXPORTS["Muon"] = "taskforge.rl.muon"   (lazy: keeps torch out of `import taskforge.rl`)
+# lazy: keeps torch out of `import taskforge.rl`
+_LAZY_EXPORTS["Muon"] = "taskforge.rl.muon"
 # --- end Muon export -----------------------------------------------------------------------------
 
 
