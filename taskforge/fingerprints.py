@@ -21,7 +21,10 @@ an Aho-Corasick pass (``ahocorasick_rs``) per file, whatever the number of finge
 from __future__ import annotations
 
 import ast
+import builtins
 import io
+import keyword
+import re
 import textwrap
 import tokenize
 import types
@@ -68,13 +71,16 @@ class Fingerprint:
     entity: str  # qualified name of the deleted entity it was taken from
     kind: str  # "line" | "ngram" | "const" | "names"
     text: str  # squashed text (names: the co_names joined by ",")
+    # a piece of one of its tokens, verbatim in any text that holds ``text`` (raw, HTML or escaped):
+    # files without any anchor are not squashed and searched at all ("" = no anchor, always search)
+    anchor: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"entity": self.entity, "kind": self.kind, "text": self.text}
+        return {"entity": self.entity, "kind": self.kind, "text": self.text, "anchor": self.anchor}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Fingerprint:
-        return cls(d["entity"], d["kind"], d["text"])
+        return cls(d["entity"], d["kind"], d["text"], d.get("anchor", ""))
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,22 +210,41 @@ def _candidates(qualname: str, source: str) -> list[Fingerprint]:
         for tok in tokenize.generate_tokens(io.StringIO(source).readline):
             if tok.type in _SKIP_TOKENS or tok.start[0] in excluded:
                 continue
-            text = squash_text(tok.string)
-            rows.setdefault(tok.start[0], []).append(text)
-            tokens.append(text)
+            rows.setdefault(tok.start[0], []).append(tok.string)
+            tokens.append(tok.string)
     except (tokenize.TokenError, IndentationError):
         return _plain_lines(qualname, source)
     out = []
     for parts in rows.values():
-        line = "".join(parts)
+        line = "".join(squash_text(p) for p in parts)
         if len(line.encode()) >= MIN_LINE_CHARS and line not in TRIVIAL_LINES:
-            out.append(Fingerprint(qualname, "line", line))
+            out.append(Fingerprint(qualname, "line", line, best_anchor(parts)))
     for i in range(0, max(0, len(tokens) - NGRAM + 1)):
-        gram = "".join(tokens[i:i + NGRAM])
-        if len(gram.encode()) >= MIN_NGRAM_CHARS:
-            out.append(Fingerprint(qualname, "ngram", gram))
+        gram = "".join(squash_text(t) for t in tokens[i:i + NGRAM])
+        if len(gram.encode()) >= MIN_NGRAM_CHARS and has_rare_anchor(tokens[i:i + NGRAM]):  # else: generic shape
+            out.append(Fingerprint(qualname, "ngram", gram, best_anchor(tokens[i:i + NGRAM])))
     out.extend(_bytecode(qualname, source, tree))
     return out
+
+
+_ANCHOR_SPLIT = re.compile(r"[\s<>&\"'\\]+")  # whitespace and what HTML or JSON would escape
+_COMMON = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | frozenset({
+    "self", "cls", "string", "value", "values", "result", "data", "name", "item", "items", "args", "kwargs",
+    "text", "key", "keys", "other", "obj", "node", "path", "append", "format", "get", "join", "split",
+    "lower", "upper", "strip", "lstrip", "rstrip", "replace", "startswith", "endswith", "encode", "decode",
+    "update", "copy", "sort", "index", "count", "extend", "insert", "remove", "pop", "group", "match"})
+
+
+def best_anchor(tokens: Iterable[str]) -> str:
+    """The longest uncommon piece of the tokens (a keyword or builtin only when nothing else is there)."""
+    pieces = [p for t in tokens for p in _ANCHOR_SPLIT.split(t) if len(p.encode()) >= 3]
+    rare = [p for p in pieces if p not in _COMMON and not p.isdigit()]
+    return max(rare or pieces, key=lambda p: len(p.encode()), default="")
+
+
+def has_rare_anchor(tokens: Iterable[str]) -> bool:
+    return any(p not in _COMMON and not p.isdigit() for t in tokens for p in _ANCHOR_SPLIT.split(t)
+               if len(p.encode()) >= 3)
 
 
 def _plain_lines(qualname: str, source: str) -> list[Fingerprint]:
@@ -227,7 +252,7 @@ def _plain_lines(qualname: str, source: str) -> list[Fingerprint]:
     for raw in source.splitlines():
         line = squash_text(raw.split("#", 1)[0])
         if len(line) >= MIN_LINE_CHARS and line not in TRIVIAL_LINES:
-            out.append(Fingerprint(qualname, "line", line))
+            out.append(Fingerprint(qualname, "line", line, best_anchor(raw.split("#", 1)[0].split())))
     return out
 
 
@@ -270,7 +295,7 @@ def _bytecode(qualname: str, source: str, tree: ast.Module) -> list[Fingerprint]
         for const in code.co_consts:
             text = const_text(const)
             if text is not None and const not in docs and len(squash_text(text)) >= MIN_CONST_CHARS:
-                out.append(Fingerprint(qualname, "const", squash_text(text)))
+                out.append(Fingerprint(qualname, "const", squash_text(text), best_anchor([text])))
     return [f for f in out if f.text]
 
 

@@ -22,6 +22,9 @@ import types
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
+
+import ahocorasick_rs
 
 from taskforge.fingerprints import Fingerprint, FingerprintSet, const_text, iter_code, squash, squash_text
 
@@ -31,6 +34,9 @@ MAX_DEPTH = 3  # archives inside archives
 
 _TAG = re.compile(rb"<[^<>]{0,2000}>")
 _HTML_SUFFIXES = (".html", ".htm", ".xhtml", ".xml", ".svg", ".ipynb")
+_COMPRESSED: tuple[tuple[bytes, Any], ...] = ((b"\x1f\x8b", gzip.open), (b"BZh", bz2.open),
+                                             (b"\xfd7zXZ\x00", lzma.open))
+_NATIVE_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"MZ", b"!<arch>")
 _SOURCE_SUFFIXES = (".py", ".pyi")  # read as they are: their own escapes are not stored source
 _ARCHIVE_SUFFIXES = (".whl", ".zip", ".egg", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".body", ".jar")
 
@@ -70,9 +76,27 @@ class Scanner:
         self._names = self.fingerprints.code_names
         self._consts = {f.text: f for f in self.fingerprints.fingerprints if f.kind == "const"}
         self._n_consts = len(self._consts)
+        self._module_parts = {p for e in self.fingerprints.entities for p in e.split(".")}
+        self._name_sets = [[n.encode() for n in names] for names in self._names]
+        self._numeric = any(_is_number(f.text) for f in self._consts.values())  # only marshal finds these
+        anchors = [f.anchor for f in self.fingerprints.text_patterns]
+        self._anchors: Any = None
+        if anchors and all(anchors):
+            self._anchors = ahocorasick_rs.BytesAhoCorasick(sorted({a.encode() for a in anchors}),
+                                                            matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
 
     def wants(self, size: int) -> bool:
         return size <= self.max_blob
+
+    def skips_native(self, name: str, head: bytes) -> bool:
+        """A native library or executable, unless named like a module that lost code (its compiled form).
+
+        Other packages' binaries cannot hold the project's deleted Python, and they are most of the
+        bytes of an environment.
+        """
+        if not head.startswith(_NATIVE_MAGIC):
+            return False
+        return name.split(".", 1)[0] not in self._module_parts
 
     def scan(self, data: bytes, name: str = "", depth: int = 0) -> list[BlobHit]:
         """Every place in ``data`` (and archives inside it) where enough fingerprints occur."""
@@ -87,7 +111,11 @@ class Scanner:
         if data[:4] == importlib.util.MAGIC_NUMBER or lower.endswith((".pyc", ".pyo")):
             found.update(dict.fromkeys(self._bytecode(data)))
             note = "byte code"
-        for view in self._views(data, lower):
+        if self._anchors is not None and not self._anchors.find_matches_as_indexes(data):
+            views: Iterator[bytes] = iter(())  # no fingerprint can be in any view of it
+        else:
+            views = self._views(data, lower)
+        for view in views:
             found.update(dict.fromkeys(self._matcher.find(view)))  # type: ignore[attr-defined]
             if self._enough(tuple(found)):
                 break
@@ -114,6 +142,8 @@ class Scanner:
     def _bytecode(self, data: bytes) -> list[Fingerprint]:
         if data[:4] != importlib.util.MAGIC_NUMBER:
             return []  # another Python's byte code: the raw view still finds its string constants
+        if not self._numeric and not any(all(n in data for n in names) for names in self._name_sets):
+            return []  # no code object can match: skip unmarshalling (most .pyc of an environment)
         try:
             code = marshal.loads(data[16:])
         except (ValueError, EOFError, TypeError):
@@ -140,10 +170,10 @@ class Scanner:
                 return None
             return self._members(((i.filename, i.file_size, lambda i=i: zf.read(i)) for i in zf.infolist()
                                   if not i.is_dir()), depth)
-        opener = {b"\x1f\x8b": gzip.GzipFile, b"BZ": bz2.BZ2File, b"\xfd7": lzma.LZMAFile}.get(data[:2])
+        opener = next((o for magic, o in _COMPRESSED if data.startswith(magic)), None)
         if opener is not None:
             try:
-                with opener(fileobj=io.BytesIO(data)) as stream:  # type: ignore[operator]
+                with opener(io.BytesIO(data), "rb") as stream:
                     unpacked = stream.read(MAX_UNPACKED)
             except (OSError, EOFError, lzma.LZMAError):
                 return None
@@ -166,6 +196,14 @@ class Scanner:
                 where = f"{member}!{hit.where}" if hit.where else member
                 hits.append(BlobHit(where, hit.matched, hit.note))
         return hits
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _unescape(data: bytes) -> bytes:

@@ -263,3 +263,15 @@ def test_cli_audit_missing_dataset_is_one_line_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["audit", str(tmp_path / "nope")])
     assert result.exit_code == 1
     assert "error:" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("fmt", ["gz", "bz2", "xz"])
+def test_compressed_tarballs(task: LeakTask, fmt: str) -> None:
+    src = task.original_module.read_bytes()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode=f"w:{fmt}") as tf:
+        info = tarfile.TarInfo("minipkg-1.0/minipkg/textops.py")
+        info.size = len(src)
+        tf.addfile(info, io.BytesIO(src))
+    hits = Scanner(_fps(task)).scan(buf.getvalue(), f"minipkg-1.0.tar.{fmt}")
+    assert [h.where for h in hits] == ["minipkg-1.0/minipkg/textops.py"]
