@@ -26,9 +26,12 @@ err_console = Console(stderr=True)
 _COMMAND_MODULES = (
     "taskforge.cli.mine_cmd",
     "taskforge.cli.reward_cmd",
+    "taskforge.cli.generate_cmd",
+    "taskforge.cli.validate_cmd",
     "taskforge.cli.train_cmd",
     "taskforge.cli.bench_cmd",
     "taskforge.cli.sandbox_cmd",
+    "taskforge.cli.audit_cmd",
     "taskforge.cli.dataset_cmd",
 )
 

@@ -1,0 +1,130 @@
+"""Candidate features: entities of the project's own code that reliable tests exercise.
+
+``propose(profile, strategies)`` returns the candidates worth validating, ranked, and a ``Rejected``
+value for every entity skipped up front, with the reason (the start of the rejection funnel).
+
+A candidate's *covering tests* are the reliable (always-passing, non-flaky) tests that execute a line
+of its **body** (not just its ``def`` line). Skipped up front, and why:
+
+- ``NO_COVERING_TESTS``: no reliable test executes the body.
+- ``DUNDER_METHOD``: ``__eq__``, ``__repr__``... are used implicitly by nearly every test; deleting one
+  breaks unrelated tests and the task is unfair. ``__init__`` is kept only as part of a class.
+- ``TRIVIAL_BODY``: a body of one simple statement (``return self._x``): nothing to implement.
+- ``TEST_ONLY_CODE``: code in the package that exists for tests (``testing``/``conftest`` modules).
+
+Rank (higher first), recorded in ``Candidate.why``::
+
+    rank = log2(1 + covering_tests) + log2(1 + statements) + 0.5 * log2(1 + complexity)
+           - 0.75 * log2(1 + dependents)
+
+more tests pin the behaviour down, more code makes a richer task, many dependents make it brittle.
+Ties are broken by a seeded hash of the qualified name, so the order is deterministic per seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from taskforge.entities import Entity, EntityKind
+from taskforge.outcomes import Rejected, RejectReason
+
+_TEST_SUPPORT_MODULES = frozenset({"testing", "_testing", "conftest", "tests", "test", "pytest_plugin"})
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    candidate_id: str  # f"{strategy}:{qualname}"
+    strategy: str
+    entity: str  # qualified name
+    covering_tests: tuple[str, ...]
+    rank: float
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"candidate_id": self.candidate_id, "strategy": self.strategy, "entity": self.entity,
+                "covering_tests": list(self.covering_tests), "rank": self.rank, "why": self.why}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Candidate:
+        return cls(d["candidate_id"], d["strategy"], d["entity"], tuple(d["covering_tests"]),
+                   float(d["rank"]), d.get("why", ""))
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__") and len(name) > 4
+
+
+def _tie(seed: int, qualname: str) -> float:
+    digest = hashlib.sha256(f"{seed}:{qualname}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") / 2**32
+
+
+def skip_reason(entity: Entity, covering: frozenset[str]) -> RejectReason | None:
+    """Why ``entity`` cannot make a fair task (None when it can)."""
+    parts = entity.qualname.split(".")
+    if any(p in _TEST_SUPPORT_MODULES for p in parts[:-1] if entity.kind is not EntityKind.MODULE) or (
+            entity.kind is EntityKind.MODULE and parts[-1] in _TEST_SUPPORT_MODULES):
+        return RejectReason.TEST_ONLY_CODE
+    if entity.kind is EntityKind.METHOD and _is_dunder(parts[-1]):
+        return RejectReason.DUNDER_METHOD
+    if not covering:
+        return RejectReason.NO_COVERING_TESTS
+    if entity.kind in (EntityKind.FUNCTION, EntityKind.METHOD) and entity.statements < 2 and entity.complexity <= 1:
+        return RejectReason.TRIVIAL_BODY
+    return None
+
+
+def covering_tests(entity: Entity, profile: Any) -> frozenset[str]:
+    """Reliable tests that execute the entity's body (a module: any line of the file)."""
+    reliable = profile.baseline.reliable
+    if entity.kind is EntityKind.MODULE:
+        return frozenset().union(*(
+            profile.coverage.tests_for_lines(entity.file, e.body_start, e.body_end, among=reliable)
+            for e in profile.index.in_file(entity.file) if e.kind is not EntityKind.MODULE
+        )) if profile.index.in_file(entity.file) else frozenset()
+    return profile.coverage.tests_for_entity(entity, among=reliable)
+
+
+def _dependents(entity: Entity) -> int:
+    return len({r.in_entity or r.file for r in entity.references if not r.is_test and r.kind != "all"})
+
+
+def propose(profile: Any, strategies: Sequence[Any], seed: int = 0) -> tuple[list[Candidate], list[Rejected]]:
+    """Rank the candidates of every strategy; see the module docstring. ``profile``: ``taskforge.profile.Profile``."""
+    candidates: list[Candidate] = []
+    rejected: list[Rejected] = []
+    for entity in profile.entities:
+        applicable = [s for s in strategies if s.applies_to(entity)]
+        if not applicable:
+            continue
+        covering = covering_tests(entity, profile)
+        reason = skip_reason(entity, covering)
+        for strategy in applicable:
+            cid = f"{strategy.name}:{entity.qualname}"
+            if reason is not None:
+                rejected.append(Rejected(cid, reason))
+                continue
+            deps = _dependents(entity)
+            rank = (math.log2(1 + len(covering)) + math.log2(1 + entity.statements)
+                    + 0.5 * math.log2(1 + entity.complexity) - 0.75 * math.log2(1 + deps))
+            why = (f"{len(covering)} covering tests, {entity.statements} statements, "
+                   f"complexity {entity.complexity}, {deps} dependents")
+            candidates.append(Candidate(cid, strategy.name, entity.qualname, tuple(sorted(covering)),
+                                        round(rank, 4), why))
+    candidates.sort(key=lambda c: (-c.rank, _tie(seed, c.candidate_id)))
+    return candidates, rejected
+
+
+def interleave(candidates: Iterable[Candidate], strategy_order: Sequence[str]) -> list[Candidate]:
+    """Round-robin over strategies (each in rank order), so a task budget covers every strategy."""
+    queues = {s: [c for c in candidates if c.strategy == s] for s in strategy_order}
+    out: list[Candidate] = []
+    while any(queues.values()):
+        for s in strategy_order:
+            if queues[s]:
+                out.append(queues[s].pop(0))
+    return out

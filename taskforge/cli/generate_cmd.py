@@ -1,0 +1,107 @@
+"""``taskforge generate SOURCE... --out DIR``: mine, profile, propose, delete, validate, write tasks."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from taskforge.cli._common import ADVANCED, console, err_console, settings_from, user_errors
+
+
+def generate(
+    sources: Annotated[list[str], typer.Argument(help="Local path, git URL, or pypi:NAME==VERSION (several allowed).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Dataset folder (created, or continued if it exists).")],
+    strategies: Annotated[str, typer.Option(help="Comma-separated: stub,delete,module.")] = "stub,delete,module",
+    max_tasks: Annotated[int | None, typer.Option(min=1, help="At most this many tasks per source.")] = None,
+    jobs: Annotated[int | None, typer.Option(min=1, help="Parallel workers (1 = synchronous).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of every ranking tie-break and shuffle.")] = 0,
+    sandbox: Annotated[str | None, typer.Option(help="local | docker | auto.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON summary object as the last line.")] = False,
+    rev: Annotated[str | None, typer.Option(help="Branch, tag or sha of git sources.", rich_help_panel=ADVANCED)] = None,
+    max_candidates: Annotated[int | None, typer.Option(min=1, help="Validate at most this many ranked candidates per source.",
+                                                       rich_help_panel=ADVANCED)] = None,
+    executor: Annotated[str | None, typer.Option(help="process | ray.", rich_help_panel=ADVANCED)] = None,
+    ray_address: Annotated[str | None, typer.Option(help="Ray cluster address ('' = local instance).",
+                                                    rich_help_panel=ADVANCED)] = None,
+    repeats: Annotated[int | None, typer.Option(min=1, help="Repeats of every validation check.",
+                                                rich_help_panel=ADVANCED)] = None,
+    runs: Annotated[int | None, typer.Option(min=1, help="Baseline full-suite runs (flaky detection).",
+                                             rich_help_panel=ADVANCED)] = None,
+    work_dir: Annotated[Path | None, typer.Option(help="Work area reused across runs.", rich_help_panel=ADVANCED)] = None,
+    test_timeout: Annotated[float | None, typer.Option(help="Seconds one suite run may take.",
+                                                       rich_help_panel=ADVANCED)] = None,
+) -> None:
+    """Generate validated feature-deletion tasks from SOURCE(s) into the dataset at OUT."""
+    from taskforge.executors import make_executor
+    from taskforge.pipeline import GenerateOptions, generate as run_generate
+
+    with user_errors():
+        settings = settings_from(sandbox=sandbox, jobs=jobs, executor=executor, ray_address=ray_address,
+                                 validation_repeats=repeats, baseline_runs=runs, work_dir=work_dir,
+                                 test_timeout_s=test_timeout, seed=seed)
+        options = GenerateOptions(strategies=tuple(s.strip() for s in strategies.split(",") if s.strip()),
+                                  max_tasks=max_tasks, max_candidates=max_candidates, seed=seed, rev=rev)
+        start = time.monotonic()
+        ex = make_executor(settings.executor, settings.jobs, settings.ray_address)
+        try:
+            with _progress() as progress:
+                summaries = run_generate(sources, out, settings, options, ex, _emitter(progress))
+        finally:
+            ex.close()
+    elapsed = time.monotonic() - start
+    failed = [s for s in summaries if s.error]
+    for s in failed:
+        err_console.print(f"[bold red]error:[/] {s.source}: {s.error}", highlight=False, soft_wrap=True)
+    console.print(_table(summaries, elapsed))
+    console.print(f"dataset: {out} ({sum(s.tasks for s in summaries)} tasks written this run)", highlight=False)
+    if as_json:
+        print(json.dumps({"tasks": sum(s.tasks for s in summaries), "seconds": round(elapsed, 2), "out": str(out),
+                          "sources": [s.to_dict() for s in summaries]}), flush=True)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=err_console, transient=False)
+
+
+def _emitter(progress: Progress) -> Any:
+    bars: dict[str, Any] = {}
+
+    def emit(event: str, data: dict[str, Any]) -> None:
+        if event == "profiles":
+            bars["repos"] = progress.add_task("repositories profiled", total=data["total"])
+        elif event == "profiled":
+            progress.advance(bars["repos"])
+        elif event == "candidates":
+            bars["cand"] = progress.add_task(f"candidates of {data['source']}", total=data["total"],
+                                             completed=data["done"])
+            bars["acc"] = progress.add_task("  accepted", total=None)
+        elif event == "candidate":
+            progress.advance(bars["cand"])
+            if data["accepted"]:
+                progress.advance(bars["acc"])
+
+    return emit
+
+
+def _table(summaries: list[Any], elapsed: float) -> Table:
+    table = Table(title=f"taskforge generate ({elapsed / 60:.1f} min)")
+    for head in ("source", "candidates", "stub", "delete", "module", "rejection funnel", "min"):
+        table.add_column(head, overflow="fold", justify="left" if head in ("source", "rejection funnel") else "right")
+    for s in summaries:
+        funnel = ", ".join(f"{k}={v}" for k, v in sorted(s.funnel.items(), key=lambda kv: -kv[1])) or "-"
+        table.add_row(s.source, str(s.candidates), *(str(s.accepted.get(k, 0)) for k in ("stub", "delete", "module")),
+                      funnel if not s.error else f"[red]{s.error}[/]", f"{s.seconds / 60:.1f}")
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    app.command("generate")(generate)
