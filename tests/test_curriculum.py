@@ -171,3 +171,19 @@ def test_bad_config_is_a_config_error() -> None:
         CurriculumConfig(target_pass_rate=1.5)
     with pytest.raises(ConfigError, match="at least one task"):
         CurriculumSampler([])
+
+
+def test_target_moves_to_the_frontier_even_when_the_batch_passes_at_the_threshold() -> None:
+    # Half of the rollouts pass (R = beta), but on tasks the prior at T = 0.2 thought nearly impossible:
+    # the frontier is above T, so T must rise (plain AdaRFT, R - beta = 0, would not move).
+    s = CurriculumSampler(_difficulties(), seed=0, config=CurriculumConfig(initial_target=0.2))
+    hard = [i for i, d in enumerate(s.difficulties) if d > 0.75][:4]
+    for _ in range(3):
+        s.update([GroupOutcome(i, (1.0, 0.0) * 4) for i in hard])
+    assert s.target > 0.3
+    # Tasks passing exactly as predicted leave the target where it is.
+    t = CurriculumSampler(_difficulties(), seed=0, config=CurriculumConfig(initial_target=0.5))
+    at = [int(np.argmin(np.abs(t.difficulties - 0.5)))]
+    p0 = t.prior_mean()[at[0]]
+    t.update([GroupOutcome(at[0], (1.0,) * round(p0 * 100) + (0.0,) * (100 - round(p0 * 100)))])
+    assert abs(t.target - 0.5) < 0.01

@@ -13,9 +13,13 @@ three published ideas:
 * **Learnability priority** ``p(1 - p)`` of the posterior mean (the variance of a Bernoulli reward:
   the groups GRPO can learn from are the ones with mixed outcomes), sharpened by ``1/temperature``.
 * **Moving target** (AdaRFT, Shi et al. 2025): after every update
-  ``T <- clip(T + target_step * tanh(sensitivity * (R - beta)), min d, max d)`` where ``R`` is the
-  rolling pass rate of the last ``window`` updates. ``T`` rises while the policy passes more than
-  ``beta`` of what it is given and falls when it passes less.
+  ``T <- clip(T + target_step * tanh(sensitivity * (R - P)), min d, max d)`` where ``R`` is the
+  observed pass rate and ``P`` the pass rate the prior at ``T`` predicted for the same tasks, both
+  over the last ``window`` updates. ``T`` rises while the policy passes more than predicted and falls
+  when it passes less. Deviation from AdaRFT, which uses ``R - beta``: AdaRFT samples *at* the target,
+  where ``P = beta`` and the two rules agree; this sampler also samples off-target (learnable tasks
+  its evidence found elsewhere, stale tasks), and comparing with the prediction for the tasks actually
+  sampled keeps ``T`` on the policy's frontier instead of stalling whenever the batch passes ~beta.
 * **Staleness** (Prioritized Level Replay, Jiang et al. 2021): the sampling distribution is
   ``(1 - rho) * P_learnability + rho * P_staleness`` with ``P_staleness`` proportional to the number of
   updates since the task was last observed, so no task starves.
@@ -279,6 +283,7 @@ class CurriculumSampler(_SamplerBase):
         init = self.config.initial_target
         self._target = float(np.quantile(self.difficulties, 0.1)) if init is None else float(init)
         self._lo, self._hi = float(self.difficulties.min()), float(self.difficulties.max())
+        self._residuals: deque[float] = deque(maxlen=self.config.window)  # observed - predicted pass rate
 
     @property
     def target(self) -> float:
@@ -321,7 +326,11 @@ class CurriculumSampler(_SamplerBase):
         return p / p.sum()
 
     def update(self, outcomes: Iterable[GroupOutcome]) -> SamplerStats:
-        groups, pass_rate, zvf = self._observe(outcomes)
+        groups = list(outcomes)
+        # What the prior at the current target predicted for these tasks (before the target moves).
+        p0 = self.prior_mean()
+        expected = [float(p0[g.index]) for g in groups for _ in g.rewards if 0 <= g.index < len(p0)]
+        groups, pass_rate, zvf = self._observe(groups)
         decay = self._decay()
         for g in groups:
             i = g.index
@@ -329,15 +338,16 @@ class CurriculumSampler(_SamplerBase):
             self.successes[i] = decay[i] * self.successes[i] + s
             self.failures[i] = decay[i] * self.failures[i] + (len(g.rewards) - s)
             self.evidence_step[i] = self.step
-        if groups:
+        if expected:
+            self._residuals.append(pass_rate - float(np.mean(expected)))
             c = self.config
-            move = c.target_step * math.tanh(c.target_sensitivity * (self.rolling_pass_rate - c.target_pass_rate))
+            move = c.target_step * math.tanh(c.target_sensitivity * float(np.mean(self._residuals)))
             self._target = float(min(self._hi, max(self._lo, self._target + move)))
         return SamplerStats(self.step, pass_rate, self.rolling_pass_rate, self._target, zvf)
 
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
-        state.update({"config": self.config.to_dict(), "target": self._target,
+        state.update({"config": self.config.to_dict(), "target": self._target, "residuals": list(self._residuals),
                       "successes": self.successes.tolist(), "failures": self.failures.tolist(),
                       "evidence_step": self.evidence_step.tolist()})
         return state
@@ -346,6 +356,7 @@ class CurriculumSampler(_SamplerBase):
         super().load_state_dict(state)
         self.config = CurriculumConfig.from_dict(state["config"])
         self._target = float(state["target"])
+        self._residuals = deque((float(x) for x in state["residuals"]), maxlen=self.config.window)
         self.successes = np.asarray(state["successes"], dtype=np.float64)
         self.failures = np.asarray(state["failures"], dtype=np.float64)
         self.evidence_step = np.asarray(state["evidence_step"], dtype=np.int64)
