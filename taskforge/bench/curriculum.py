@@ -19,6 +19,12 @@ budget of ``max_steps`` such steps, and an arm that does not get there is counte
 (``reached_*`` says how many seeds got there). The expected pass rate is computed exactly from the
 simulation (mean of ``sigmoid(skill - b_i)`` over the tier) rather than estimated from more rollouts.
 
+The learner (defaults of ``PolicyOptions``): skill starts at 0; task *i* has latent difficulty
+``10 * score_i - 2 + N(0, 0.5)``, so the easiest tasks start near ``p = 0.9`` and the hardest near
+``p = 0.0003``; GRPO step size 0.1 (``--learning-rate``). In this model every sampler's speed is bounded
+by how informative its groups are (``sqrt(p (1 - p))`` per group at best), which is why the ``oracle``
+reference is reported: it is the ceiling a sampler can reach for this learner and pool.
+
 The pool is a real dataset directory (``--dataset DIR``: its tasks' difficulty scores and gold
 patches) or, by default, a synthetic pool: ``pool_size`` tasks with scores uniform on [0, 1] and a
 one-function gold patch each. Grading uses ``FakeGrader`` (reward 1 iff the patch is the gold patch):
