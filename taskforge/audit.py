@@ -76,6 +76,7 @@ def audit(workspace: Path | None, fps: FingerprintSet, *, env_dir: Path | str | 
         channels.append("environment")
         hits.extend(_tree_hits("environment", Path(env_dir), scanner))
         hits.extend(_pointer_hits(Path(env_dir), workspace, scanner))
+        hits.extend(_git_hits(Path(env_dir), scanner, "environment", pointers=False))  # VCS checkouts
     if image is not None:
         channels.append("image")
         for path, data in iter_image_files(image, docker_client, scanner.wants):
@@ -98,11 +99,10 @@ def _remaining_code(workspace: Path) -> Iterator[bytes]:
 
 
 def _walk(root: Path, *, skip_artefacts: bool = False) -> Iterator[Path]:
-    """Regular files under ``root`` (symlinks not followed), ``.git`` excluded at the top."""
+    """Regular files under ``root`` (symlinks not followed), git stores excluded (see ``_git_hits``)."""
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
-        if here == root:
-            dirnames[:] = [d for d in dirnames if d != ".git"]
+        dirnames[:] = [d for d in dirnames if d != ".git"]  # git stores: the git channel reads them
         if skip_artefacts:
             dirnames[:] = [d for d in dirnames if not is_artefact_dir(here / d, root)]
         for name in filenames:
@@ -149,16 +149,17 @@ def _workspace_hits(workspace: Path, scanner: Scanner) -> Iterator[LeakHit]:
                               f"stub still declares deleted entity {qualname}")
 
 
-def _git_hits(workspace: Path, scanner: Scanner) -> Iterator[LeakHit]:
-    for path, evidence in pointer_hits(workspace):
-        yield LeakHit("git", path, evidence)
+def _git_hits(root: Path, scanner: Scanner, channel: str = "git", pointers: bool = True) -> Iterator[LeakHit]:
+    """Every git store under ``root`` (its objects, reachable or not, and content files)."""
+    if pointers:
+        for path, evidence in pointer_hits(root):
+            yield LeakHit(channel, path, evidence)
     try:
-        for sha, kind, data in iter_git_objects(workspace):
+        for label, _kind, data in iter_git_objects(root):
             for hit in scanner.scan(data, ""):
-                label = sha if kind == "file" else f"{kind} {sha}"
-                yield LeakHit("git", _join(label, hit.where), hit.evidence())
+                yield LeakHit(channel, _join(label, hit.where), hit.evidence())
     except GitStoreUnreadable as exc:
-        yield LeakHit("git", ".git", f"git store could not be read, so it cannot be proven clean: {exc}")
+        yield LeakHit(channel, ".git", f"git store could not be read, so it cannot be proven clean: {exc}")
 
 
 _QUOTED_PATH = re.compile(r"""['"](/[^'"\n]+)['"]""")

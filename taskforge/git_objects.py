@@ -23,14 +23,19 @@ _SKIP_IN_GITDIR = {"objects"}
 
 
 def git_dirs(workspace: Path) -> list[Path]:
-    """The workspace's git directory and the git directories of its submodules (``.git/modules``)."""
+    """Every git directory in the workspace: its own, its submodules' (``.git/modules``), nested ones."""
+    found: list[Path] = []
     top = workspace / ".git"
-    if not top.is_dir():
-        return []
-    found = [top]
-    modules = top / "modules"
-    if modules.is_dir():
-        found.extend(p.parent for p in modules.rglob("HEAD") if (p.parent / "objects").is_dir())
+    if top.is_dir():
+        found.append(top)
+        modules = top / "modules"
+        if modules.is_dir():
+            found.extend(p.parent for p in modules.rglob("HEAD") if (p.parent / "objects").is_dir())
+    for dirpath, dirnames, _files in os.walk(workspace):
+        here = Path(dirpath)
+        if here != workspace and ".git" in dirnames and (here / ".git" / "objects").is_dir():
+            found.append(here / ".git")
+        dirnames[:] = [d for d in dirnames if d != ".git"]
     return found
 
 
@@ -56,9 +61,14 @@ def pointer_hits(workspace: Path) -> Iterator[tuple[str, str]]:
 
 
 def iter_git_objects(workspace: Path, timeout_s: float = GIT_TIMEOUT_S) -> Iterator[tuple[str, str, bytes]]:
-    """``(sha or path, kind, content)`` for every object and every content file of every git dir."""
+    """``(label, kind, content)`` for every object and content file of every git dir under ``workspace``.
+
+    label: ``"blob <sha>"`` (the workspace's store), ``"<nested>/.git:blob <sha>"``, or a file's path.
+    """
     for gd in git_dirs(workspace):
-        yield from _cat_all(gd, timeout_s)
+        rel = gd.relative_to(workspace).as_posix()
+        for sha, kind, data in _cat_all(gd, timeout_s):
+            yield (f"{kind} {sha}" if rel == ".git" else f"{rel}:{kind} {sha}"), kind, data
         for dirpath, dirnames, filenames in os.walk(gd):
             if Path(dirpath) == gd:
                 dirnames[:] = [d for d in dirnames if d not in _SKIP_IN_GITDIR and d != "modules"]

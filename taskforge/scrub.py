@@ -121,7 +121,9 @@ def _artefacts(root: Path, modules: set[str]) -> list[Path]:
     while stack:
         here = stack.pop()
         for child in sorted(here.iterdir()):
-            if here == root and child.name == ".git":
+            if child.name == ".git":
+                if here != root:  # a nested repository's store (its history): goes, its files stay
+                    found.append(child)
                 continue
             if child.is_dir() and not child.is_symlink():
                 if is_artefact_dir(child, root):

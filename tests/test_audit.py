@@ -275,3 +275,23 @@ def test_compressed_tarballs(task: LeakTask, fmt: str) -> None:
         tf.addfile(info, io.BytesIO(src))
     hits = Scanner(_fps(task)).scan(buf.getvalue(), f"minipkg-1.0.tar.{fmt}")
     assert [h.where for h in hits] == ["minipkg-1.0/minipkg/textops.py"]
+
+
+def test_nested_git_store_in_workspace_and_vcs_checkout_in_env(task: LeakTask, tmp_path: Path) -> None:
+    from taskforge.scrub import scrub_workspace
+
+    vendored = task.workspace / "vendor" / "textops"
+    shutil.copytree(task.original, vendored)  # a nested repository: its history holds the original
+    (vendored / "minipkg" / "textops.py").write_text((task.workspace / task.module).read_text())
+    result = _audit(task)
+    assert any(h.channel == "git" and h.path.startswith("vendor/textops/.git:blob ") for h in result.hits)
+    assert not any(h.channel == "workspace" for h in result.hits)
+    report = scrub_workspace(task.workspace, [task.qualname])
+    assert "vendor/textops/.git" in report.removed
+    assert _audit(task).passed
+    assert "vendor/textops/minipkg/textops.py" in git.Repo(task.workspace).git.ls_files().splitlines()
+    env = tmp_path / "env"
+    shutil.copytree(task.original, env / "src" / "minipkg")  # pip install -e git+...: a checkout in src/
+    (env / "src" / "minipkg" / task.module).write_text("x = 1\n")
+    hits = _audit(task, env_dir=env).hits
+    assert [h.channel for h in hits] == ["environment"] and hits[0].path.startswith("src/minipkg/.git:")
