@@ -30,7 +30,7 @@ from typing import Any
 
 from taskforge.fingerprints import FingerprintSet, fingerprint
 from taskforge.git_objects import GitStoreUnreadable, iter_git_objects, pointer_hits
-from taskforge.image_files import iter_image_files
+from taskforge.image_files import cached_image_dir, iter_image_files
 from taskforge.leak_scan import Scanner
 from taskforge.scrub import TYPECHECKER_CACHES, is_artefact_dir, stub_declarations
 from taskforge.task import AuditResult, LeakHit
@@ -41,22 +41,27 @@ READ_THREADS = 8
 
 def audit_task_workspace(workspace: Path | str, deleted_sources: Mapping[str, str],
                          env_dir: Path | str | None = None, image: Any = None, *,
-                         allowed_text: Iterable[str] = (), docker_client: Any = None) -> AuditResult:
+                         allowed_text: Iterable[str] = (), docker_client: Any = None,
+                         image_cache: Path | str | None = None) -> AuditResult:
     """Fingerprint ``deleted_sources`` (qualname -> original source) against the workspace, then audit.
 
     ``allowed_text``: what the agent is given anyway (problem statement); fingerprints in it are
     dropped. ``env_dir``: the virtualenv (local sandbox); ``image``: an image tag or docker SDK
-    ``Image`` (docker sandbox); ``docker_client`` defaults to ``docker.from_env()``.
+    ``Image`` (docker sandbox); ``docker_client`` defaults to ``docker.from_env()``;
+    ``image_cache``: a folder where each image's layers are extracted once and reused by later
+    audits (``None``: stream ``image.save()`` every time).
     """
     start = time.perf_counter()
     workspace = Path(workspace)
     fps = fingerprint(deleted_sources, _remaining_code(workspace), allowed_text)
-    result = audit(workspace, fps, env_dir=env_dir, image=image, docker_client=docker_client)
+    result = audit(workspace, fps, env_dir=env_dir, image=image, docker_client=docker_client,
+                   image_cache=image_cache)
     return AuditResult(result.channels, result.hits, result.fingerprints, time.perf_counter() - start)
 
 
 def audit(workspace: Path | None, fps: FingerprintSet, *, env_dir: Path | str | None = None,
-          image: Any = None, docker_client: Any = None, git: bool = True) -> AuditResult:
+          image: Any = None, docker_client: Any = None, git: bool = True,
+          image_cache: Path | str | None = None) -> AuditResult:
     """Search every channel given for ``fps``; ``AuditResult.passed`` is True when nothing was found.
 
     ``git=False`` skips the workspace's git store (only to measure channels apart: a task's audit
@@ -79,8 +84,13 @@ def audit(workspace: Path | None, fps: FingerprintSet, *, env_dir: Path | str | 
         hits.extend(_git_hits(Path(env_dir), scanner, "environment", pointers=False))  # VCS checkouts
     if image is not None:
         channels.append("image")
-        for path, data in iter_image_files(image, docker_client, scanner.wants):
-            hits.extend(LeakHit("image", _join(path, h.where), h.evidence()) for h in scanner.scan(data, path))
+        if image_cache is not None:
+            extracted = cached_image_dir(image, Path(image_cache), docker_client, scanner.wants)
+            hits.extend(LeakHit("image", h.path.replace("/", ":/", 1), h.evidence)
+                        for h in _tree_hits("image", extracted, scanner))
+        else:
+            for path, data in iter_image_files(image, docker_client, scanner.wants):
+                hits.extend(LeakHit("image", _join(path, h.where), h.evidence()) for h in scanner.scan(data, path))
     return AuditResult(tuple(channels), tuple(hits), len(fps), time.perf_counter() - start)
 
 

@@ -9,8 +9,12 @@ that added it: what the agent could recover with ``docker save`` is what the aud
 from __future__ import annotations
 
 import io
+import os
+import shutil
 import tarfile
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from taskforge.errors import SandboxError
@@ -112,3 +116,35 @@ def iter_final_files(image: Any, client: Any = None,
                 yield path, (f.read() if f is not None else None)
     finally:
         container.remove(force=True)
+
+
+def cached_image_dir(image: Any, cache_root: Path, client: Any = None,
+                     wants: Callable[[int], bool] = lambda size: True) -> Path:
+    """Every layer's files of ``image`` extracted once under ``cache_root/<image id>/<layer>/...``.
+
+    Tasks of one repository share one environment image: the first audit pays for ``image.save()``,
+    the others search the extracted layers like a directory. Written to a temporary directory and
+    renamed, so concurrent audits never see half an extraction.
+    """
+    img = resolve_image(image, client)
+    target = Path(cache_root) / img.id.replace("sha256:", "")[:24]
+    if target.is_dir():
+        return target
+    Path(cache_root).mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=cache_root))
+    try:
+        for label, data in iter_image_files(img, client, wants):
+            layer, path = label.split(":/", 1)
+            dest = tmp / layer / path
+            if not dest.resolve().is_relative_to(tmp.resolve()):
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
+        try:
+            os.rename(tmp, target)
+        except OSError:  # another audit finished first: keep its copy
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target

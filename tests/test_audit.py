@@ -194,6 +194,18 @@ def test_image_layers_even_when_a_later_layer_deletes_the_file(task: LeakTask) -
     assert _audit(task, image=_FakeImage([{f"{site}/other.py": b"x = 1\n"}])).passed
 
 
+def test_image_cache_extracts_layers_once(task: LeakTask, tmp_path: Path) -> None:
+    site = "usr/lib/python3.11/site-packages"
+    leaky = _FakeImage([{f"{site}/minipkg/textops.py": task.original_module.read_bytes()},
+                        {f"{site}/minipkg/.wh.textops.py": b""}])
+    first = _audit(task, image=leaky, image_cache=tmp_path / "cache")
+    expected = [f"{0:064x}"[:12] + f":/{site}/minipkg/textops.py"]
+    assert [h.path for h in first.hits] == expected
+    leaky.save = None  # type: ignore[method-assign]  # a second audit must not read the image again
+    assert [h.path for h in _audit(task, image=leaky, image_cache=tmp_path / "cache").hits] == expected
+    assert len(list((tmp_path / "cache").iterdir())) == 1
+
+
 def test_audit_cost_scales_to_thousands_of_files(task: LeakTask, tmp_path: Path) -> None:
     env = tmp_path / "env"
     chunk = (Path(git.__file__).parent / "cmd.py").read_bytes()  # real Python text, ~60 KB
