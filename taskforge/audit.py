@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from taskforge.fingerprints import FingerprintSet, fingerprint
 from taskforge.git_objects import GitStoreUnreadable, iter_git_objects, pointer_hits
@@ -177,17 +178,20 @@ MAX_POINTED_FILES = 20_000
 
 
 def _pointer_hits(env_dir: Path, workspace: Path | None, scanner: Scanner) -> Iterator[LeakHit]:
-    """Follow ``.pth`` path lines and editable finders that put directories outside the env on sys.path.
+    """Follow ``.pth`` path lines, editable finders and ``direct_url.json`` to directories outside the env.
 
     What they point at is importable by the agent, so it is searched like the environment itself.
     """
     inside = [env_dir.resolve()] + ([workspace.resolve()] if workspace is not None else [])
     for pth in _walk(env_dir):
-        if not (pth.suffix == ".pth" or (pth.name.startswith("__editable__") and pth.suffix == ".py")):
+        if not (pth.suffix == ".pth" or pth.name == "direct_url.json"
+                or (pth.name.startswith("__editable__") and pth.suffix == ".py")):
             continue
         text = pth.read_text(errors="replace")
         if pth.suffix == ".pth":
             targets = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("/")]
+        elif pth.name == "direct_url.json":  # PEP 610: where a distribution was installed from
+            targets = [unquote(u[len("file://"):]) for u in re.findall(r'"url":\s*"(file://[^"]+)"', text)]
         else:
             targets = _QUOTED_PATH.findall(text)
         for target in dict.fromkeys(targets):

@@ -153,6 +153,13 @@ def test_environment_dir_and_pth_pointer(task: LeakTask, tmp_path: Path) -> None
     result = _audit(task, env_dir=env)
     assert result.channels == ("workspace", "git", "environment")
     assert [h.path for h in result.hits] == [f"lib/python3.11/site-packages/dev.pth -> {task.original_module}"]
+    (site / "dev.pth").unlink()
+    (site / "minipkg-1.0.dist-info").mkdir()
+    (site / "minipkg-1.0.dist-info" / "direct_url.json").write_text(
+        json.dumps({"url": f"file://{task.original}", "dir_info": {}}))
+    hits = _audit(task, env_dir=env).hits
+    assert [h.path for h in hits] == [f"lib/python3.11/site-packages/minipkg-1.0.dist-info/direct_url.json -> "
+                                      f"{task.original_module}"]
 
 
 class _FakeImage:
