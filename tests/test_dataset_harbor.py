@@ -55,11 +55,19 @@ def _tar_of(directory: Path) -> bytes:
     return buf.getvalue()
 
 
-def _export(tmp_path: Path, base: str) -> list[Path]:
+def _export(tmp_path: Path, base: str, real: bool = False) -> list[Path]:
     task, src = mini_task(tmp_path)
     with DatasetWriter(tmp_path / "ds") as w:
         w.add_repo_archive(task.repo, task.base_commit, src)
         w.add(task)
+        if real:  # a task cut from a real PyPI package (skips when the index cannot be reached)
+            from tests.test_dataset_realrepo import download_inflection, inflection_task
+
+            (tmp_path / "sdist").mkdir()
+            real_src = download_inflection(tmp_path / "sdist")
+            real_task = inflection_task(real_src)
+            w.add_repo_archive(real_task.repo, real_task.base_commit, real_src)
+            w.add(real_task)
     options = HarborOptions(base_image=base, ca_bundle=Settings.load().effective_ca_bundle)
     dirs = export_harbor(Dataset.open(tmp_path / "ds"), tmp_path / "harbor", options)
     extra = os.environ.get("TASKFORGE_HARBOR_DATASET")
@@ -118,15 +126,17 @@ def _mean_reward(jobs_dir: Path) -> tuple[float, list[dict]]:
     return sum(rewards) / len(rewards), trials
 
 
+@pytest.mark.realrepo
 @pytest.mark.parametrize("agent,expected", [("oracle", 1.0), ("nop", 0.0)])
 def test_harbor_run_oracle_scores_1_and_nop_scores_0(tmp_path: Path, agent: str, expected: float) -> None:
     exe = _harbor()
     client = _docker()
-    dirs = _export(tmp_path, _base_image(client))
+    dirs = _export(tmp_path, _base_image(client), real=True)
+    assert len(dirs) >= 2
     for task_dir in dirs:
         jobs = tmp_path / f"jobs-{agent}-{task_dir.name}"
         proc = subprocess.run([exe, "run", "-p", str(task_dir), "-a", agent, "-o", str(jobs), "-n", "1"],
                               capture_output=True, text=True, timeout=1800)
         # harbor exits 0 even when trials fail: the verdict is in result.json
-        mean, trials = _mean_reward(jobs)
+        mean, _trials = _mean_reward(jobs)
         assert mean == expected, f"{task_dir.name} {agent}: {mean}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"

@@ -17,6 +17,7 @@ import pytest
 from taskforge.dataset import Dataset, DatasetWriter
 from taskforge.dataset.export_harbor import export_harbor
 from taskforge.environment import EnvSpec
+from taskforge.task import Task
 from tests.strategies import sample_task, unified_diff
 
 pytestmark = [pytest.mark.realrepo, pytest.mark.slow]
@@ -44,7 +45,10 @@ def test_dasherize(input, expected):
 
 @pytest.fixture(scope="module")
 def inflection_src(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("sdist")
+    return download_inflection(tmp_path_factory.mktemp("sdist"))
+
+
+def download_inflection(tmp: Path) -> Path:
     dl = subprocess.run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
                          "--no-build-isolation", "inflection==0.5.1", "-d", str(tmp)],
                         capture_output=True, text=True, timeout=300)
@@ -63,7 +67,8 @@ def _collect(src: Path) -> list[str]:
     return [ln for ln in out.stdout.splitlines() if "::" in ln]
 
 
-def test_real_package_task_exports_to_a_harbor_task_that_grades(inflection_src: Path, tmp_path: Path) -> None:
+def inflection_task(inflection_src: Path) -> Task:
+    """The hand-cut task: ``inflection.dasherize`` and its parametrized test removed."""
     files = ("inflection/__init__.py", "test_inflection.py")
     original = {f: (inflection_src / f).read_text() for f in files}
     assert DASHERIZE in original[files[0]] and TEST in original[files[1]]
@@ -83,6 +88,12 @@ def test_real_package_task_exports_to_a_harbor_task_that_grades(inflection_src: 
         env_spec=EnvSpec(project_name="inflection", python="3.11", install_target=".", package_dirs=("inflection",),
                          test_paths=("test_inflection.py",)),
         env_frozen=("pytest==8.3.3", "inflection @ file:///work/inflection"))
+    return task
+
+
+def test_real_package_task_exports_to_a_harbor_task_that_grades(inflection_src: Path, tmp_path: Path) -> None:
+    task = inflection_task(inflection_src)
+    files = ("inflection/__init__.py", "test_inflection.py")
     root = tmp_path / "ds"
     with DatasetWriter(root) as w:
         w.add_repo_archive(task.repo, task.base_commit, inflection_src)
