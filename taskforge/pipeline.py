@@ -44,6 +44,7 @@ class GenerateOptions:
     max_candidates: int | None = None  # per source, after ranking; None = all
     seed: int = 0
     rev: str | None = None
+    mode: str = "default"  # validation mode: "default" | "naive" (the benchmark's reference)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,7 @@ class ProfileJob:
     source: str
     settings: dict[str, Any]
     rev: str | None = None
+    sandbox: Any = None  # a picklable ``Sandbox`` instead of the one ``settings`` name (tests, fakes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +90,8 @@ class SourceSummary:
 
 def profile_key(job: ProfileJob) -> str:
     s = job.settings
-    ident = json.dumps([job.source, job.rev, s.get("baseline_runs"), s.get("python"), s.get("sandbox"),
+    backend = job.sandbox.name if job.sandbox is not None else s.get("sandbox")
+    ident = json.dumps([job.source, job.rev, s.get("baseline_runs"), s.get("python"), backend,
                         s.get("base_image") if s.get("sandbox") != "local" else ""], sort_keys=True)
     return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
@@ -105,7 +108,8 @@ def profile_source(job: ProfileJob) -> ProfileOutcome:
         if (pdir / PROFILE_FILE).is_file():
             Profile.load(pdir)
             return ProfileOutcome(job.source, str(pdir), seconds=time.monotonic() - start, cached=True)
-        profile = build_profile(job.source, settings, make_sandbox(settings), rev=job.rev)
+        sandbox = job.sandbox if job.sandbox is not None else make_sandbox(settings)
+        profile = build_profile(job.source, settings, sandbox, rev=job.rev)
         profile.save(pdir)
         return ProfileOutcome(job.source, str(pdir), seconds=time.monotonic() - start)
     except TaskforgeError as exc:
@@ -147,7 +151,7 @@ def select_tasks(order: Sequence[Candidate], results: dict[str, CandidateResult]
 
 
 def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: GenerateOptions,
-               executor: Executor, writer: Any, emit: Event) -> SourceSummary:
+               executor: Executor, writer: Any, emit: Event, sandbox: Any = None) -> SourceSummary:
     """Validate the candidates of one profiled source and add its tasks to ``writer``."""
     from generators.protocol import all_strategies
     from taskforge.dataset.funnel import RunFunnel
@@ -181,7 +185,8 @@ def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: 
         if final:
             break
         todo = [c for c in order if c.candidate_id not in results][:batch_size]
-        jobs = [CandidateJob(profile.profile_dir, c, settings.to_dict(), provenance) for c in todo]
+        jobs = [CandidateJob(profile.profile_dir, c, settings.to_dict(), provenance, options.mode, sandbox)
+                for c in todo]
         for i, res in executor.map_unordered(validate_candidate, jobs):
             cand = todo[i]
             if isinstance(res, BaseException):
@@ -224,14 +229,14 @@ def _suite_seconds(prof: Any) -> float:
 
 
 def generate(sources: Sequence[str], out: Path, settings: Settings, options: GenerateOptions,
-             executor: Executor, emit: Event | None = None) -> list[SourceSummary]:
+             executor: Executor, emit: Event | None = None, sandbox: Any = None) -> list[SourceSummary]:
     """Run the whole pipeline; one bad source never stops the others (its summary carries the error)."""
     from taskforge.dataset.writer import DatasetWriter
 
     say: Event = emit or (lambda _e, _d: None)
     out = Path(out)
     summaries: list[SourceSummary] = []
-    jobs = [ProfileJob(s, settings.to_dict(), options.rev) for s in sources]
+    jobs = [ProfileJob(s, settings.to_dict(), options.rev, sandbox) for s in sources]
     say("profiles", {"total": len(jobs)})
     profiles: dict[int, ProfileOutcome] = {}
     for i, res in executor.map_unordered(profile_source, jobs):
@@ -244,7 +249,7 @@ def generate(sources: Sequence[str], out: Path, settings: Settings, options: Gen
                 summaries.append(SourceSummary(source, error=prof.error, seconds=prof.seconds))
                 continue
             try:
-                summaries.append(run_source(prof, out, settings, options, executor, writer, say))
+                summaries.append(run_source(prof, out, settings, options, executor, writer, say, sandbox))
             except TaskforgeError as exc:
                 summaries.append(SourceSummary(source, error=str(exc)))
             say("source_done", {"source": source})

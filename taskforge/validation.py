@@ -1,22 +1,35 @@
 """Validate one candidate feature in the sandbox; the result is a ``Task`` or a ``Rejected`` value.
 
-Cheapest checks first, so bad candidates cost little (each step can reject):
+Cheapest checks first, so bad candidates cost little (each step can reject). Three test sets drive it:
+*covering* (tests that execute the feature's body), *affected* (reliable tests that execute any line of a
+file the deletion touched: the only tests whose executed code differs from the baseline's), and the
+PASS_TO_PASS tests of the *modified* test files (test files the hiding edited but did not remove).
 
-1. ``delete``: the strategy's libcst transform; touched files must compile.
-2. ``covering``: run only the candidate's covering tests on the broken workspace (tests intact).
-   FAIL_TO_PASS = those that now fail. None failing -> ``NO_FAIL_TO_PASS``; nothing reported ->
-   ``IMPORT_BROKEN``.
+1. ``delete``: the strategy's libcst transform; touched files must compile (no sandbox run).
+2. ``early``: covering + affected on the broken code with the tests intact (one small run).
+   FAIL_TO_PASS = covering tests that now fail. None -> ``NO_FAIL_TO_PASS``; nothing reported ->
+   ``IMPORT_BROKEN``. Other red tests are *suspects* (they may pass once the hidden tests are gone).
 3. ``hide``: remove the FAIL_TO_PASS tests from the workspace (``generators.hidden_tests``).
-4. ``affected``: run the PASS_TO_PASS tests the coverage map says can be affected (they executed a line of
-   a touched file, or live in a touched test file) -> any failure is ``SUITE_RED_AFTER_DELETION``.
-5. ``contract``: through the reward path (``taskforge.reward``) exactly as an agent's patch is graded:
-   the empty patch must score 0 with every FAIL_TO_PASS failing and every PASS_TO_PASS passing
-   (contract 1 and 3 in one run of the full remaining suite), the gold patch must score 1 (contract 4;
-   contract 2 is the baseline's N runs plus this one). Repeats after the first re-run FAIL_TO_PASS and
-   the affected PASS_TO_PASS only: the other tests execute no changed line, so the code they run is the
-   code the baseline ran N times and the first repeat ran once more.
+4. ``hidden_ws``: on the agent's broken workspace (tests hidden), run the suspects, the affected tests of
+   the modified test files, and one test of every modified file (it still collects) ->
+   ``SUITE_RED_AFTER_DELETION``.
+5. ``contract`` through the reward path (``taskforge.reward.reward``), exactly as an agent's patch is
+   graded, in the repository's one environment (never rebuilt; each grading gets a fresh workspace):
+   repeat 1 grades the empty patch on the full FAIL_TO_PASS + PASS_TO_PASS set (score 0, every hidden
+   test red, every PASS_TO_PASS green: contract 1 and 3), then the gold patch on FAIL_TO_PASS + the
+   affected PASS_TO_PASS (score 1: contract 2 and 4). Repeats after the first grade both patches on
+   FAIL_TO_PASS + affected only, and re-run the affected tests of the modified files on the agent's
+   workspace. Why the other tests need no second run: a test that executes no line of a touched file,
+   from a test file that is byte-identical everywhere, runs the very code the baseline ran N times and the
+   empty-patch grading ran once more under the same grading harness; with the gold patch the code it
+   runs is the original, i.e. the baseline's. PASS_TO_PASS tests red in the empty-patch grading (e.g. a
+   restored test module importing the deleted name) must pass on the agent's workspace and are added to
+   every gold grading.
 6. ``audit``: scrub the agent's workspace and search it, its git store and the environment for the
    deleted code (``taskforge.audit``) -> ``LEAK_FOUND``.
+
+``mode="naive"`` (the benchmark's reference) runs the same checks the expensive way: every check runs
+the full suite, every grading grades every test, and every run gets a fresh copy of the environment.
 
 ``validate_candidate(job)`` is a picklable stage function (process pool or Ray); it never raises.
 """
@@ -40,6 +53,7 @@ from taskforge.settings import Settings
 from taskforge.task import Task, ValidationRun
 
 _COPY_IGNORE = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache")
+MODES = ("default", "naive")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +62,8 @@ class CandidateJob:
     candidate: Candidate
     settings: Mapping[str, Any]
     provenance: Mapping[str, Any] = field(default_factory=dict)  # generator parameters, seed, run id
+    mode: str = "default"  # "default" | "naive" (see the module docstring)
+    sandbox: Any = None  # a picklable ``Sandbox`` to use instead of the one ``settings`` name (tests, fakes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +74,7 @@ class CandidateResult:
     test_seconds: float = 0.0  # summed wall time of sandbox runs (the CPU cost that matters)
     seconds: float = 0.0
     stages: Mapping[str, float] = field(default_factory=dict)
+    runs: int = 0  # sandbox runs made (test runs and gradings)
 
     def to_dict(self) -> dict[str, Any]:
         from taskforge.dataset.schema import task_to_row
@@ -65,7 +82,8 @@ class CandidateResult:
         return {"candidate_id": self.candidate_id,
                 "task": task_to_row(self.task) if self.task is not None else None,
                 "rejected": self.rejected.to_dict() if self.rejected is not None else None,
-                "test_seconds": self.test_seconds, "seconds": self.seconds, "stages": dict(self.stages)}
+                "test_seconds": self.test_seconds, "seconds": self.seconds, "stages": dict(self.stages),
+                "runs": self.runs}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> CandidateResult:
@@ -73,7 +91,8 @@ class CandidateResult:
 
         return cls(d["candidate_id"], row_to_task(d["task"]) if d.get("task") else None,
                    Rejected.from_dict(d["rejected"]) if d.get("rejected") else None,
-                   float(d.get("test_seconds", 0.0)), float(d.get("seconds", 0.0)), dict(d.get("stages", {})))
+                   float(d.get("test_seconds", 0.0)), float(d.get("seconds", 0.0)), dict(d.get("stages", {})),
+                   int(d.get("runs", 0)))
 
 
 @functools.lru_cache(maxsize=8)
@@ -94,65 +113,115 @@ def sandbox_for(settings: Mapping[str, Any]) -> Any:
     return _sandbox(tuple(sorted((k, v) for k, v in settings.items())))
 
 
+@functools.lru_cache(maxsize=8)
+def _prepared_env(profile_dir: str, sandbox: Any) -> Any:
+    """The repository's one environment in this worker: the profile's, or prepared once per sandbox."""
+    profile = load_profile(profile_dir)
+    if profile.env.backend == sandbox.name:
+        return profile.env
+    return sandbox.prepare(profile.spec, profile.repo_dir)
+
+
+class _FixedEnv:
+    """An ``EnvCache`` for ``taskforge.reward``: always this already prepared environment (no lookups)."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+
+    def get(self, sandbox: Any, task: Task, original: Path) -> Any:
+        return self.env
+
+
 def validate_candidate(job: CandidateJob) -> CandidateResult:
     """Run the checks of the module docstring; a bug of ours becomes ``INTERNAL_ERROR`` with the trace."""
     start = time.monotonic()
+    validation = None
     try:
-        return _Validation(job).run()
+        validation = _Validation(job)
+        return validation.run()
     except Exception as exc:  # one candidate never aborts a run
         detail = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
         return CandidateResult(job.candidate.candidate_id,
                                rejected=Rejected(job.candidate.candidate_id, RejectReason.INTERNAL_ERROR,
                                                  detail[-2000:], time.monotonic() - start),
                                seconds=time.monotonic() - start)
+    finally:
+        if validation is not None:
+            validation.cleanup()
 
 
 class _Validation:
     """One candidate's validation; holds the per-candidate state of the steps."""
 
     def __init__(self, job: CandidateJob) -> None:
+        if job.mode not in MODES:
+            raise ValueError(f"unknown validation mode {job.mode!r}; expected one of {MODES}")
         self.job = job
         self.cand = job.candidate
+        self.naive = job.mode == "naive"
         self.settings = Settings.load(dict(job.settings))
         self.profile = load_profile(job.profile_dir)
-        self.sandbox = sandbox_for(job.settings)
-        self.env = self._env()
+        self.sandbox = job.sandbox if job.sandbox is not None else sandbox_for(job.settings)
+        self.env = _prepared_env(job.profile_dir, self.sandbox)
         self.start = time.monotonic()
         self.test_seconds = 0.0
         self.stages: dict[str, float] = {}
         self.runs: list[ValidationRun] = []
+        self._scratch: list[str] = []
+        self.repeat_hidden: tuple[str, ...] = ()  # affected PASS_TO_PASS of the modified test files
 
-    def _env(self) -> Any:
-        env = self.profile.env
-        if env.backend == self.sandbox.name:
-            return env
-        return self.sandbox.prepare(env.spec, self.profile.repo_dir)
+    def cleanup(self) -> None:
+        for d in self._scratch:
+            shutil.rmtree(d, ignore_errors=True)
 
     # -- helpers --------------------------------------------------------------------------------------
+    def result(self, task: Task | None = None, rejected: Rejected | None = None) -> CandidateResult:
+        return CandidateResult(self.cand.candidate_id, task, rejected, round(self.test_seconds, 3),
+                               time.monotonic() - self.start, dict(self.stages), len(self.runs))
+
     def reject(self, reason: RejectReason, detail: str = "") -> CandidateResult:
-        return CandidateResult(self.cand.candidate_id,
-                               rejected=Rejected(self.cand.candidate_id, reason, detail[:2000],
-                                                 time.monotonic() - self.start),
-                               test_seconds=self.test_seconds, seconds=time.monotonic() - self.start,
-                               stages=dict(self.stages))
+        return self.result(rejected=Rejected(self.cand.candidate_id, reason, detail[:2000],
+                                             time.monotonic() - self.start))
 
     def lap(self, stage: str, since: float) -> float:
         now = time.monotonic()
         self.stages[stage] = round(self.stages.get(stage, 0.0) + now - since, 4)
         return now
 
+    def env_for_run(self) -> Any:
+        """The shared environment; in naive mode a fresh copy of it for every run."""
+        if not self.naive:
+            return self.env
+        if self.env.backend != "local":
+            return self.sandbox.prepare(self.profile.spec, self.profile.repo_dir)
+        tmp = tempfile.mkdtemp(prefix="tf-naive-env-")
+        self._scratch.append(tmp)
+        dest = Path(tmp, "venv")
+        shutil.copytree(self.env.location, dest, symlinks=True)
+        return dataclasses.replace(self.env, location=str(dest))
+
     def run_tests(self, workspace: Path, tests: tuple[str, ...], check: str, repeat: int) -> Any:
+        """Run ``tests`` (naive: the whole suite) on ``workspace``; MISSING for any that did not report."""
         from sandboxes.protocol import RunRequest
 
         t = time.monotonic()
-        out = self.sandbox.run(self.env, workspace, RunRequest(tests=tests, timeout_s=self.settings.test_timeout_s))
+        request = RunRequest(tests=() if self.naive else tests, timeout_s=self.settings.test_timeout_s)
+        out = self.sandbox.run(self.env_for_run(), workspace, request)
         elapsed = time.monotonic() - t
         self.test_seconds += elapsed
         report = out.report.with_missing(tests)
-        passed = report.all_ok(tests)
-        self.runs.append(ValidationRun(check, repeat, passed,
+        self.runs.append(ValidationRun(check, repeat, report.all_ok(tests) and not report.timed_out,
                                        {n: report.outcome_of(n).value for n in tests}, round(elapsed, 3)))
         return report
+
+    def grade(self, task: Task, patch: str, trees: Any) -> Any:
+        from taskforge.reward import reward
+
+        t = time.monotonic()
+        res = reward(task, patch, sandbox=self.sandbox, trees=trees, settings=self.settings,
+                     envs=_FixedEnv(self.env_for_run()))  # type: ignore[arg-type]
+        self.test_seconds += time.monotonic() - t
+        return res
 
     # -- the checks ------------------------------------------------------------------------------------
     def run(self) -> CandidateResult:
@@ -162,6 +231,7 @@ class _Validation:
 
         profile, spec = self.profile, self.profile.spec
         repo = profile.repo_dir
+        reliable = profile.baseline.reliable
         t = time.monotonic()
         strategy = all_strategies()[self.cand.strategy]
         entity = profile.index.entity(self.cand.entity)
@@ -180,32 +250,48 @@ class _Validation:
             ws = Path(tmp, "ws")
             shutil.copytree(repo, ws, ignore=_COPY_IGNORE, symlinks=True)
             _write_files(ws, deletion.files_after)
+            t = self.lap("workspace", t)
             covering = self.cand.covering_tests
-            report = self.run_tests(ws, covering, "covering_broken", 1)
-            t = self.lap("covering", t)
-            if not report.results or all(r.outcome.value == "missing" for r in report.results):
-                return self.reject(RejectReason.IMPORT_BROKEN,
-                                   f"no covering test reported on the broken workspace: {report.output_tail[-500:]}")
-            f2p = tuple(n for n in covering if not report.outcome_of(n).ok)
+            affected = self._affected(deletion.files_after, reliable)
+            early = tuple(sorted(set(covering) | affected))
+            report = self.run_tests(ws, early, "early_broken", 1)
+            t = self.lap("early", t)
+            if "no_report" in report.flags or report.timed_out or not (report.results or report.collection_errors):
+                return self.reject(RejectReason.TIMEOUT if report.timed_out else RejectReason.IMPORT_BROKEN,
+                                   f"the test run on the broken workspace reported nothing: {report.output_tail[-500:]}")
+            red_covering = tuple(n for n in covering if not report.outcome_of(n).ok)
+            # doctests of README files or source modules cannot be hidden: neither FAIL_TO_PASS nor PASS_TO_PASS
+            f2p = tuple(n for n in red_covering if _hideable(n, spec))
             if not f2p:
-                return self.reject(RejectReason.NO_FAIL_TO_PASS,
-                                   f"all {len(covering)} covering tests still pass without the feature")
+                why = (f"only unhideable doctests fail without the feature, e.g. {red_covering[0]}" if red_covering
+                       else f"all {len(covering)} covering tests still pass without the feature")
+                return self.reject(RejectReason.NO_FAIL_TO_PASS, why)
+            suspects = {n for n in early if n not in set(covering) and not report.outcome_of(n).ok}
 
             hidden = hide_tests(ws, f2p, profile.index, deletion.deleted)
             if hidden.unmatched:
                 return self.reject(RejectReason.TRANSFORM_FAILED,
                                    f"cannot hide {len(hidden.unmatched)} tests statically, e.g. {hidden.unmatched[0]}")
             _write_files(ws, hidden.files_after)
-            p2p = tuple(sorted(n for n in profile.baseline.reliable - set(f2p) if not hidden.hides(n)))
+            p2p = tuple(sorted(n for n in reliable - set(red_covering) if not hidden.hides(n)))
             if not p2p:
                 return self.reject(RejectReason.NO_PASS_TO_PASS, "no test is left to pass")
-            touched = set(deletion.files_after) | set(hidden.files_after)
-            affected = self._affected(p2p, touched)
+            affected_p2p = tuple(n for n in p2p if n in affected)
+            modified = {f for f, text in hidden.files_after.items() if text is not None}
+            in_modified = [n for n in p2p if n.split("::", 1)[0] in modified]
+            per_file = {n.split("::", 1)[0]: n for n in reversed(in_modified)}  # first test of each file
+            hidden_checks = tuple(sorted((suspects & set(p2p)) | (set(in_modified) & affected)
+                                         | set(per_file.values())))
+            self.repeat_hidden = tuple(n for n in in_modified if n in affected)
             t = self.lap("hide", t)
-            if affected:
-                report = self.run_tests(ws, affected, "affected_p2p_broken", 1)
-                t = self.lap("affected", t)
-                red = [n for n in affected if not report.outcome_of(n).ok]
+            if hidden_checks or self.naive:
+                report = self.run_tests(ws, hidden_checks if not self.naive else p2p, "p2p_broken", 1)
+                t = self.lap("hidden_ws", t)
+                red = [n for n in (p2p if self.naive else hidden_checks) if not report.outcome_of(n).ok]
+                broken_files = sorted({n.split("::", 1)[0] for n in red} & set(report.collection_errors))
+                if broken_files:
+                    return self.reject(RejectReason.IMPORT_BROKEN, f"test files no longer collect on the broken "
+                                       f"workspace: {broken_files[:3]}: {report.output_tail[-400:]}")
                 if red:
                     return self.reject(RejectReason.SUITE_RED_AFTER_DELETION,
                                        f"{len(red)} PASS_TO_PASS tests fail without the feature, e.g. {red[0]}")
@@ -216,8 +302,9 @@ class _Validation:
             task = self._task(deletion, original, broken, f2p, p2p, lambda p: is_test_file(p, spec))
             if isinstance(task, Rejected):
                 return self.reject(task.reason, task.detail)
-            verdict = self._contract(task, affected, ws)
-            t = self.lap("contract", t)
+            t = self.lap("task", t)
+            verdict = self._contract(task, affected_p2p, ws)
+            t = time.monotonic()
             if verdict is not None:
                 return verdict
             audit = self._audit(agent_ws, deletion, task)
@@ -228,24 +315,22 @@ class _Validation:
         task = dataclasses.replace(task, validation=tuple(self.runs), audit=audit,
                                    provenance={**task.provenance, "stage_seconds": dict(self.stages),
                                                "test_seconds": round(self.test_seconds, 3)})
-        return CandidateResult(self.cand.candidate_id, task=task, test_seconds=self.test_seconds,
-                               seconds=time.monotonic() - self.start, stages=dict(self.stages))
+        return self.result(task=task)
 
-    def _affected(self, p2p: tuple[str, ...], touched: set[str]) -> tuple[str, ...]:
+    def _affected(self, touched: Mapping[str, str | None], among: frozenset[str]) -> set[str]:
+        """Reliable tests that executed any line of a touched file in the baseline (the coverage map)."""
         cov = self.profile.coverage
         hit: set[str] = set()
         for f in touched:
-            hit |= cov.tests_for_lines(f, 1, 10**9)
-        in_files = {n for n in p2p if n.split("::", 1)[0] in touched}
-        return tuple(sorted((hit | in_files) & set(p2p)))
+            hit |= cov.tests_for_lines(f, 1, 10**9, among=among)
+        return hit
 
     def _task(self, deletion: Any, original: Mapping[str, str | None], broken: Mapping[str, str | None],
               f2p: tuple[str, ...], p2p: tuple[str, ...], is_test: Any) -> Task | Rejected:
+        import taskforge
         from generators.difficulty import difficulty_of
         from generators.problem_statement import write_statement
         from taskforge.patches import task_patches
-
-        import taskforge
 
         profile = self.profile
         snap = profile.snapshot
@@ -267,48 +352,56 @@ class _Validation:
                         "candidate": self.cand.to_dict(), **dict(self.job.provenance)},
         )
 
-    def _contract(self, task: Task, affected: tuple[str, ...], ws: Path) -> CandidateResult | None:
-        """Empty patch scores 0 (F2P red), gold scores 1 — through the reward path, repeated.
-
-        PASS_TO_PASS tests that are red in the empty-patch run (hidden tests restored: e.g. a test module
-        importing the deleted name) are re-run on the broken workspace itself, where they must pass.
-        """
+    def _contract(self, task: Task, affected_p2p: tuple[str, ...], ws: Path) -> CandidateResult | None:
+        """Empty patch scores 0 (F2P red), gold scores 1 — through the reward path, repeated (docstring)."""
         from taskforge.grading import DirectoryTrees
-        from taskforge.reward import EnvCache, reward
 
         trees = DirectoryTrees(self.profile.repo_dir)
-        envs = EnvCache()
+        red_in_empty: set[str] = set()
         for repeat in range(1, max(1, self.settings.validation_repeats) + 1):
-            graded = task if repeat == 1 else dataclasses.replace(task, pass_to_pass=affected or task.pass_to_pass[:1])
-            for check, patch in (("empty_patch", ""), ("gold_patch", task.patch)):
-                t = time.monotonic()
-                res = reward(graded, patch, sandbox=self.sandbox, trees=trees, settings=self.settings, envs=envs)
-                elapsed = time.monotonic() - t
-                self.test_seconds += elapsed
-                outcomes = dict(res.outcomes)
-                if check == "empty_patch":
-                    ok = res.score == 0.0 and res.fraction == 0.0 and not _zeroing(res)
-                    red = tuple(n for n in graded.pass_to_pass if outcomes.get(n) not in ("passed", "xfailed"))
-                    if ok and red:
-                        ok = self.run_tests(ws, red, "p2p_broken", repeat).all_ok(red)
-                else:
-                    ok = res.score == 1.0
-                self.runs.append(ValidationRun(check, repeat, ok, outcomes, round(elapsed, 3)))
-                if ok:
-                    continue
-                if "timeout" in res.flags:
-                    return self.reject(RejectReason.TIMEOUT, f"{check} repeat {repeat}: {res.detail}")
-                if repeat > 1:
-                    return self.reject(RejectReason.UNSTABLE, f"{check} repeat {repeat} disagrees: {res.detail}")
-                if check == "gold_patch":
-                    return self.reject(RejectReason.GOLD_FAILED, f"gold scored {res.score}: {res.flags} {res.detail}")
-                still = [n for n in graded.fail_to_pass if outcomes.get(n) in ("passed", "xfailed")]
-                if still:
-                    return self.reject(RejectReason.F2P_DID_NOT_FAIL, f"{len(still)} hidden tests pass, e.g. {still[0]}")
-                red = [n for n in graded.pass_to_pass if outcomes.get(n) not in ("passed", "xfailed")]
-                return self.reject(RejectReason.SUITE_RED_AFTER_DELETION,
-                                   f"{len(red)} PASS_TO_PASS tests fail, e.g. {red[:1]}; flags {res.flags}")
+            t = time.monotonic()
+            full = repeat == 1 or self.naive
+            graded = task if full else dataclasses.replace(task, pass_to_pass=affected_p2p)
+            res = self.grade(graded, "", trees)
+            outcomes = dict(res.outcomes)
+            ok = res.score == 0.0 and res.fraction == 0.0 and not _zeroing(res)
+            red = tuple(n for n in graded.pass_to_pass if outcomes.get(n) not in ("passed", "xfailed"))
+            self.runs.append(ValidationRun("empty_patch", repeat, ok, outcomes, res.timings.get("total_s", 0.0)))
+            if ok and red:
+                red_in_empty.update(red)
+                ok = self.run_tests(ws, red, "p2p_broken", repeat).all_ok(red)
+            t = self.lap("empty_patch", t)
+            if not ok:
+                return self._contract_reject("empty_patch", repeat, res, graded)
+            if repeat > 1 and self.repeat_hidden and not self.naive:
+                report = self.run_tests(ws, self.repeat_hidden, "p2p_broken", repeat)
+                if not report.all_ok(self.repeat_hidden):
+                    return self.reject(RejectReason.UNSTABLE, f"p2p_broken repeat {repeat} disagrees")
+            gold_p2p = task.pass_to_pass if self.naive else tuple(sorted(set(affected_p2p) | red_in_empty))
+            graded = dataclasses.replace(task, pass_to_pass=gold_p2p)
+            res = self.grade(graded, task.patch, trees)
+            ok = res.score == 1.0
+            self.runs.append(ValidationRun("gold_patch", repeat, ok, dict(res.outcomes),
+                                           res.timings.get("total_s", 0.0)))
+            self.lap("gold_patch", t)
+            if not ok:
+                return self._contract_reject("gold_patch", repeat, res, graded)
         return None
+
+    def _contract_reject(self, check: str, repeat: int, res: Any, graded: Task) -> CandidateResult:
+        outcomes = dict(res.outcomes)
+        if "timeout" in res.flags:
+            return self.reject(RejectReason.TIMEOUT, f"{check} repeat {repeat}: {res.detail}")
+        if repeat > 1:
+            return self.reject(RejectReason.UNSTABLE, f"{check} repeat {repeat} disagrees: {res.detail}")
+        if check == "gold_patch":
+            return self.reject(RejectReason.GOLD_FAILED, f"gold scored {res.score}: {res.flags} {res.detail}")
+        still = [n for n in graded.fail_to_pass if outcomes.get(n) in ("passed", "xfailed")]
+        if still:
+            return self.reject(RejectReason.F2P_DID_NOT_FAIL, f"{len(still)} hidden tests pass, e.g. {still[0]}")
+        red = [n for n in graded.pass_to_pass if outcomes.get(n) not in ("passed", "xfailed")]
+        return self.reject(RejectReason.SUITE_RED_AFTER_DELETION,
+                           f"{len(red)} PASS_TO_PASS tests fail, e.g. {red[:1]}; flags {list(res.flags)} {res.detail}")
 
     def _scrubbed_copy(self, ws: Path, deletion: Any, original: dict[str, str | None],
                        broken: dict[str, str | None]) -> Path:
@@ -334,7 +427,16 @@ class _Validation:
         env_dir = self.env.location if self.env.backend == "local" else None
         image = self.env.location if self.env.backend == "docker" else None
         return audit_task_workspace(agent_ws, {k: v for k, v in deleted_sources.items() if v},
-                                    env_dir=env_dir, image=image, allowed_text=(task.problem_statement,))
+                                    env_dir=env_dir, image=image, allowed_text=(task.problem_statement,),
+                                    image_cache=Path(self.settings.work_dir) / "audit-images")
+
+
+def _hideable(nodeid: str, spec: Any) -> bool:
+    """A test the hiding can remove: a test function in a Python test file (not a doctest elsewhere)."""
+    from generators.static_index import is_test_file
+
+    path = nodeid.split("::", 1)[0]
+    return path.endswith(".py") and is_test_file(path, spec)
 
 
 def _zeroing(res: Any) -> bool:
