@@ -221,3 +221,14 @@ def test_muon_reaches_a_loss_at_least_as_low_as_adamw_on_a_toy_objective() -> No
     muon = {lr: _train_toy("muon", lr) for lr in grid}
     print(f"toy final loss after 30 steps: adamw {adamw} muon {muon}")
     assert min(muon.values()) <= min(adamw.values()), (muon, adamw)
+
+
+def test_trainer_speed_bench_counts_per_head_matrices_and_times_steps() -> None:
+    from taskforge.bench.trainer_speed import run
+
+    r = run("muon", hidden=32, layers=1, heads=4, groups=1, group_size=2, prompt_len=8, completion_len=4,
+            steps=1, warmup=0, device="cpu")
+    # 1 layer: q 4 heads + k 2 + v 2 (GQA, 2 kv heads) + o 4 = 12 head matrices, + 3 MLP matrices
+    assert r.muon_matrices == 15 and r.steps_per_s > 0 and r.device == "cpu"
+    assert run("adamw", hidden=32, layers=1, heads=4, groups=1, group_size=2, prompt_len=8, completion_len=4,
+               steps=1, warmup=0, device="cpu").muon_matrices == 0
