@@ -61,14 +61,14 @@ class _Replace(cst.CSTTransformer):
         self.depth += 1
         return False
 
-    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.CSTNode:
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.BaseStatement:
         self.depth -= 1
         return self._swap(original, updated)
 
-    def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.CSTNode:
+    def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.BaseStatement:
         return self._swap(original, updated)
 
-    def _swap(self, original: Definition, updated: Definition) -> cst.CSTNode:
+    def _swap(self, original: Definition, updated: Definition) -> cst.BaseStatement:
         name = original.name.value
         if self.depth == 0 and name in self.new and name not in self.replaced \
                 and type(self.new[name]) is type(original):

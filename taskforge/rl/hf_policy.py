@@ -177,8 +177,9 @@ class HFPolicy:
         prompt_ids = tuple(ids[-self.config.max_prompt_tokens:])
         device = self.trainer.device
         self.model.eval()
+        generate: Any = self.model.generate  # a transformers GenerationMixin method
         with torch.no_grad():
-            out = self.model.generate(
+            out = generate(
                 input_ids=torch.tensor([prompt_ids], device=device),
                 attention_mask=torch.ones(1, len(prompt_ids), dtype=torch.long, device=device),
                 do_sample=True, temperature=self.config.temperature, top_p=self.config.top_p, top_k=0,
@@ -282,7 +283,7 @@ def load_model(config: HFConfig) -> tuple[nn.Module, Any]:
             raise ConfigError(f"hf model path {config.model_path!r} is not a directory; give a local "
                               "transformers model directory (no downloads) or leave --model empty for a tiny model")
         tokenizer = AutoTokenizer.from_pretrained(config.model_path, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(config.model_path, local_files_only=True)
+        model: nn.Module = AutoModelForCausalLM.from_pretrained(config.model_path, local_files_only=True)
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         return model, tokenizer

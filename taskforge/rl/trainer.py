@@ -117,8 +117,9 @@ class GRPOTrainer:
                 kl_sum += float(kl.mean.detach()) * kl_weight
             loss.backward()
         params = [p for p in self.model.parameters() if p.grad is not None]
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)) if cfg.max_grad_norm > 0 \
-            else float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params]))) if params else 0.0
+        # clip_grad_norm_ with max_norm=inf only measures the norm
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm if cfg.max_grad_norm > 0
+                                                         else float("inf"))) if params else 0.0
         self.optimizer.step()
         self.steps += 1
         n_hinted = sum(1 for r in rollouts if r.hint_ids)
