@@ -233,8 +233,13 @@ def generate(sources: Sequence[str], out: Path, settings: Settings, options: Gen
     """Run the whole pipeline; one bad source never stops the others (its summary carries the error)."""
     from taskforge.dataset.writer import DatasetWriter
 
+    from generators.protocol import all_strategies
+
     say: Event = emit or (lambda _e, _d: None)
     out = Path(out)
+    unknown = [s for s in options.strategies if s not in all_strategies()] or ([] if options.strategies else ["(none)"])
+    if unknown:
+        raise ConfigError(f"unknown strategies {unknown}; expected a comma-separated subset of {list(STRATEGIES)}")
     summaries: list[SourceSummary] = []
     jobs = [ProfileJob(s, settings.to_dict(), options.rev, sandbox) for s in sources]
     say("profiles", {"total": len(jobs)})

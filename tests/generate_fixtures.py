@@ -106,6 +106,28 @@ def test_shout():
     assert shout("hey") == "HEY!"
 '''
 
+CHECKS = '''\
+"""Input checks."""
+
+
+def checked(xs):
+    """Length of ``xs``; raise on an empty sequence."""
+    if not xs:
+        raise ValueError("empty")
+    return len(xs)
+'''
+
+TEST_CHECKS = '''\
+import pytest
+
+from minipkg.checks import checked
+
+
+def test_checked_rejects_empty():
+    with pytest.raises(Exception):
+        checked([])
+'''
+
 PROJECT = {
     "minipkg/__init__.py": '"""A mini package for generator tests."""\n',
     "minipkg/stats.py": STATS,
@@ -113,6 +135,8 @@ PROJECT = {
     "tests/test_stats.py": TEST_STATS,
     "tests/test_textfmt.py": TEST_TEXTFMT,
 }
+# ``checked``'s only test passes whatever the body raises: a stub of it has no FAIL_TO_PASS test
+WITH_CHECKS = {"minipkg/checks.py": CHECKS, "tests/test_checks.py": TEST_CHECKS}
 
 
 def make_mini_project(root: Path, extra: dict[str, str] | None = None) -> Path:
@@ -151,3 +175,27 @@ class HostSandbox:
             report = read_report(Path(req["report_path"]), rc, time.monotonic() - start, tail)
             coverage = read_coverage(Path(req["coverage_json"])) if request.coverage and rc is not None else None
         return RunOutput(report, coverage, round(time.monotonic() - start, 3))
+
+
+def main(argv: list[str]) -> int:
+    """``python tests/generate_fixtures.py SRC OUT WORK_DIR``: generate through ``HostSandbox``.
+
+    Prints ``validated N`` (candidates validated by this run, journaled ones excluded) as its last line;
+    the resume test kills it with SIGKILL and runs it again.
+    """
+    from taskforge.executors import SyncExecutor
+    from taskforge.pipeline import GenerateOptions, generate
+    from taskforge.settings import Settings
+
+    src, out, work = argv[1:4]
+    settings = Settings.load({"work_dir": work, "baseline_runs": 2, "test_timeout_s": 300})
+    validated = []
+    generate([src], Path(out), settings, GenerateOptions(), SyncExecutor(),
+             emit=lambda event, data: validated.append(data) if event == "candidate" else None, sandbox=HostSandbox())
+    print(f"validated {len(validated)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.exit(main(sys.argv))
