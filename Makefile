@@ -27,7 +27,7 @@ demo: venv
 
 # The whole suite, slow/real-repo/docker/ray/browser tests included.
 test: venv host
-	$(PY) -m pytest -m "" -p no:cacheprovider $(PYTEST_ARGS)
+	$(PY) -m pytest -m "" -p no:cacheprovider --durations=30 $(PYTEST_ARGS)
 
 # Unit tests only: no network, no docker, seconds.
 test-fast: venv
