@@ -33,6 +33,7 @@ _COMMAND_MODULES = (
     "taskforge.cli.sandbox_cmd",
     "taskforge.cli.audit_cmd",
     "taskforge.cli.dataset_cmd",
+    "taskforge.cli.report_cmd",
 )
 
 

@@ -116,5 +116,11 @@ def write_card(root: Path) -> Path:
     """(Re)generate ``DIR/README.md`` from the dataset at ``root``."""
     ds = Dataset.open(root, verify=False)
     path = Path(root) / CARD
-    write_bytes_atomic(path, render_card(ds).encode())
+    text = render_card(ds)
+    # -- figures hook (issue 11; owned by taskforge/report): PNGs under DIR/figures/, linked before "Loading"
+    from taskforge.report.card_figures import embed_figures
+
+    text = embed_figures(ds.root, text)
+    # -- end of figures hook
+    write_bytes_atomic(path, text.encode())
     return path
