@@ -193,6 +193,8 @@ def test_plain_params_are_split_by_dimension_and_bad_inputs_are_config_errors() 
         make_optimizer("sgdx", lin, lr=0.1)
     with pytest.raises(ConfigError, match="split"):
         Muon([{"params": [lin.weight], "use_muon": True, "split": (0, 3)}], lr=0.01)
+    with pytest.raises(ConfigError, match="use_muon=False"):
+        Muon([{"params": [lin.bias], "use_muon": True}], lr=0.01)
     assert isinstance(make_optimizer("adamw", lin, lr=0.1), torch.optim.AdamW)
 
 

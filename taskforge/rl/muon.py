@@ -136,6 +136,9 @@ class Muon(torch.optim.Optimizer):
         for group in self.param_groups:
             for p in group["params"]:
                 if group["use_muon"]:
+                    if p.ndim < 2:
+                        raise ConfigError(f"Muon group has a {p.ndim}-D parameter of shape {tuple(p.shape)}; "
+                                          "Muon updates matrices: put it in a group with use_muon=False")
                     check_split(p.shape, group["split"])
         self.ns_dtype = ns_dtype
         self.batch_same_shape = batch_same_shape
