@@ -7,7 +7,6 @@ file still compiles, and computes the metrics ``Deletion`` carries.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -50,7 +49,6 @@ def build(strategy: str, target: Entity, deleted: list[str], index: StaticIndex,
     before: dict[str, str | None] = {}
     after: dict[str, str | None] = {}
     removed_nodes: list[cst.CSTNode] = []
-    unbound: dict[str, set[str]] = defaultdict(set)
     for rel in sorted(set(edits) | set(delete_files)):
         try:
             before[rel] = (Path(repo_root) / rel).read_bytes().decode("utf-8")
@@ -72,20 +70,18 @@ def build(strategy: str, target: Entity, deleted: list[str], index: StaticIndex,
         if missing:
             return Rejected(cid, RejectReason.TRANSFORM_FAILED,
                             f"{rel}: definitions not found where the index put them: {sorted(missing)}")
-        new_text, dropped = cst_edit.drop_unused_imports(text, result.text)
+        fin = cst_edit.finalize(text, result.text, result.removed_bindings)
         removed_nodes.extend(result.removed_nodes)
-        unbound[rel] |= result.removed_bindings
-        after[rel] = new_text
-        if dropped:
-            notes = [*notes, f"{rel}: removed imports made unused: {', '.join(sorted(dropped))}"]
-    # Safety net: nothing left may use a name the deletion unbound, and every file must compile.
-    for rel, new in after.items():
+        after[rel] = fin.text
+        if fin.dropped:
+            notes = [*notes, f"{rel}: removed imports made unused: {', '.join(sorted(fin.dropped))}"]
+        # Safety net: nothing left may use a name the deletion unbound
+        if fin.dangling:
+            return Rejected(cid, RejectReason.DEPENDENTS_REMAIN,
+                            f"{rel} still uses {', '.join(fin.dangling)} after the deletion")
+    for rel, new in after.items():  # and every file must compile
         if new is None:
             continue
-        dangling = cst_edit.dangling_names(new, unbound.get(rel, set()))
-        if dangling:
-            return Rejected(cid, RejectReason.DEPENDENTS_REMAIN,
-                            f"{rel} still uses {', '.join(dangling)} after the deletion")
         try:
             compile(new, rel, "exec")
         except SyntaxError as exc:

@@ -74,6 +74,7 @@ class _Def:
     is_test: bool
     is_class: bool
     params: tuple[str, ...] = ()
+    is_assign: bool = False  # a module-level constant (NAME = ...): test data
 
 
 class _Scan(cst.CSTVisitor):
@@ -87,6 +88,7 @@ class _Scan(cst.CSTVisitor):
         self.attr_uses: list[tuple[str, TestPath]] = []  # self.x / cls.x inside a class
         self.strings: list[tuple[str, TestPath]] = []
         self._skip: set[int] = set()
+        self._assign_frame: cst.SimpleStatementLine | None = None
 
     def _path(self) -> TestPath:
         return tuple(n for n, _ in self.stack)
@@ -115,6 +117,27 @@ class _Scan(cst.CSTVisitor):
     def _test_class_chain(self) -> bool:
         classes = [d for d in self.defs if d.is_class and d.path == self._path()]
         return bool(classes) and classes[-1].is_test
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        if self.stack or len(node.body) != 1:
+            return
+        stmt = node.body[0]
+        targets: list[cst.BaseAssignTargetExpression] = []
+        if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
+            targets = [stmt.targets[0].target]
+        elif isinstance(stmt, cst.AnnAssign) and stmt.value is not None:
+            targets = [stmt.target]
+        if len(targets) == 1 and isinstance(targets[0], cst.Name) and targets[0].value != "__all__":
+            self._skip.add(id(targets[0]))
+            line = self.get_metadata(PositionProvider, node).start.line
+            self.defs.append(_Def((targets[0].value,), line, False, False, is_assign=True))
+            self.stack.append((targets[0].value, False))
+            self._assign_frame = node
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine) -> None:
+        if self._assign_frame is original_node:
+            self.stack.pop()
+            self._assign_frame = None
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._skip.add(id(node.name))
@@ -226,10 +249,14 @@ def hide_tests(repo_root: Path, fail_to_pass: Iterable[str], index: StaticIndex 
             continue
         lines = {d.path: d.line for d in scan.defs}
         gone = {p for p in removed | helpers if not _within(p, (removed | helpers) - {p})}
-        edit = cst_edit.FileEdit(module="", remove_defs=frozenset((".".join(p), lines[p]) for p in gone),
-                                 remove_imports=import_edits.get(rel, {}), remove_import_modules=modules)
+        assigns = {d.path for d in scan.defs if d.is_assign}
+        edit = cst_edit.FileEdit(
+            module="", remove_defs=frozenset((".".join(p), lines[p]) for p in gone - assigns),
+            remove_statement_lines=frozenset(lines[p] for p in gone & assigns),
+            remove_imports=import_edits.get(rel, {}), remove_import_modules=modules)
         result = cst_edit.edit_file(text, edit)
-        new_text, dropped = cst_edit.drop_unused_imports(text, result.text)
+        fin = cst_edit.finalize(text, result.text)
+        new_text, dropped = fin.text, fin.dropped
         after[rel] = new_text
         helpers_out.extend(f"{rel}::{'::'.join(p)}" for p in sorted(helpers))
         if dropped:

@@ -49,6 +49,7 @@ class StaticIndex:
     _by_qualname: dict[str, Entity] = field(default_factory=dict, init=False, repr=False, compare=False)
     _by_file: dict[str, tuple[Entity, ...]] = field(default_factory=dict, init=False, repr=False,
                                                     compare=False)
+    _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         by_file: dict[str, list[Entity]] = defaultdict(list)
@@ -118,6 +119,48 @@ class StaticIndex:
         out = {r.in_entity or f"{r.file}:" for r in self.referrers(qualname, include_tests=include_tests)
                if r.kind != "dynamic"}
         return tuple(sorted(out))
+
+    def import_time_entities(self) -> frozenset[str]:
+        """Entities that run when the project's modules are imported (a stub of them breaks imports).
+
+        Seeds: calls at module level, and uses in a class body or in a ``def`` header (decorators,
+        default values) outside any method body; then everything those entities use, transitively
+        (for a class: its constructor methods).
+        """
+        if "import_time" in self._memo:
+            return self._memo["import_time"]  # type: ignore[no-any-return]
+        seeds: set[str] = set()
+        for e in self.entities:
+            for r in e.references:
+                if r.is_test or r.kind not in ("call", "name", "attribute"):
+                    continue
+                if self._runs_at_import(r):
+                    seeds.add(e.qualname)
+        done: set[str] = set()
+        todo = list(seeds)
+        while todo:
+            q = todo.pop()
+            if q in done or q not in self:
+                continue
+            done.add(q)
+            e = self.entity(q)
+            if e.kind is EntityKind.CLASS:
+                todo.extend(f"{q}.{m}" for m in ("__init__", "__new__", "__post_init__", "__init_subclass__"))
+            todo.extend(self.dependencies(q, kinds=("call", "name", "attribute")))
+        result = frozenset(done)
+        self._memo["import_time"] = result
+        return result
+
+    def _runs_at_import(self, r: Reference) -> bool:
+        if not r.in_entity:
+            return r.kind == "call"
+        owner = self.get(r.in_entity)
+        if owner is None or owner.kind is EntityKind.MODULE:
+            return r.kind == "call"
+        if owner.kind is EntityKind.CLASS:  # class body, unless inside one of its methods
+            return not any(m.kind is EntityKind.METHOD and m.start_line <= r.line <= m.end_line
+                           for m in self.members(owner.qualname))
+        return r.line < owner.body_start and r.line < owner.end_line  # decorators, defaults, annotations
 
     # -- serialisation ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

@@ -41,6 +41,11 @@ class StubStrategy:
         targets = [t for t in targets if not _is_stub_text(lines[t.body_start - 1: t.body_end])]
         if not targets:
             return Rejected(cid, RejectReason.TRIVIAL_BODY, f"{entity.qualname} is already a stub")
+        at_import = index.import_time_entities()
+        runs = [t.qualname for t in targets if t.qualname in at_import]
+        if runs:
+            return Rejected(cid, RejectReason.IMPORT_BROKEN,
+                            f"{', '.join(runs)} run(s) when the package is imported; a stub would break imports")
         edit = cst_edit.FileEdit(
             module=module_name_of(entity.file, index),
             replace_bodies={(t.qualname, t.start_line): cst_edit.raise_not_implemented for t in targets},

@@ -94,11 +94,12 @@ def diff(before: FileMap, after: FileMap, paths: Iterable[str] | None = None) ->
 
 
 def read_tree(root: Path, paths: Iterable[str] | None = None) -> dict[str, str | None]:
-    """File map of ``root`` (all files outside ``.git`` when ``paths`` is None)."""
+    """File map of ``root`` (all files outside ``.git`` and byte code when ``paths`` is None)."""
     root = Path(root)
-    if paths is None:
+    if paths is None:  # byte code is never part of a workspace's text
         paths = sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
-                       if p.is_file() and ".git" not in p.relative_to(root).parts)
+                       if p.is_file() and p.suffix not in (".pyc", ".pyo")
+                       and not {".git", "__pycache__"} & set(p.relative_to(root).parts))
     out: dict[str, str | None] = {}
     for rel in paths:
         f = root / rel

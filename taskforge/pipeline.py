@@ -98,7 +98,7 @@ def profile_key(job: ProfileJob) -> str:
 
 def profile_source(job: ProfileJob) -> ProfileOutcome:
     """Stage function: build (or reuse) the profile of one source. Never raises for a bad source."""
-    from sandboxes.select import make_sandbox
+    from sandboxes.selection import make_sandbox
     from taskforge.profile import PROFILE_FILE, Profile, build_profile
 
     start = time.monotonic()
@@ -207,14 +207,18 @@ def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: 
     accepted = Counter(r.task.strategy for r in chosen if r.task is not None)
     test_seconds = sum(r.test_seconds for r in considered)
     stages: Counter[str] = Counter()
+    stage_cpu: Counter[str] = Counter()
     for r in considered:
         stages.update(r.stages)
+        stage_cpu.update(r.stage_cpu)
     seconds = time.monotonic() - start
     suite = _suite_seconds(prof)
     writer.record_run(RunFunnel.from_outcomes(
         f"{profile.source}@{options.seed}", profile.source, prof.snapshot.name, len(chosen), rejections,
         seconds=round(seconds + profile.seconds, 2),
         extra={"accepted_by_strategy": dict(accepted), "stage_seconds": {k: round(v, 3) for k, v in stages.items()},
+               "stage_cpu_seconds": {k: round(v, 3) for k, v in stage_cpu.items()},
+               "sandbox_runs": sum(r.runs for r in considered),
                "profile_seconds": round(profile.seconds, 2), "test_seconds": round(test_seconds, 2),
                "suite_seconds": suite, "validated_candidates": len(considered),
                "accepted_valid": sum(1 for r in considered if r.task is not None)}))
@@ -231,9 +235,8 @@ def _suite_seconds(prof: Any) -> float:
 def generate(sources: Sequence[str], out: Path, settings: Settings, options: GenerateOptions,
              executor: Executor, emit: Event | None = None, sandbox: Any = None) -> list[SourceSummary]:
     """Run the whole pipeline; one bad source never stops the others (its summary carries the error)."""
-    from taskforge.dataset.writer import DatasetWriter
-
     from generators.protocol import all_strategies
+    from taskforge.dataset.writer import DatasetWriter
 
     say: Event = emit or (lambda _e, _d: None)
     out = Path(out)

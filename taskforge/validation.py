@@ -75,6 +75,7 @@ class CandidateResult:
     seconds: float = 0.0
     stages: Mapping[str, float] = field(default_factory=dict)
     runs: int = 0  # sandbox runs made (test runs and gradings)
+    stage_cpu: Mapping[str, float] = field(default_factory=dict)  # this process's CPU seconds per stage
 
     def to_dict(self) -> dict[str, Any]:
         from taskforge.dataset.schema import task_to_row
@@ -83,7 +84,7 @@ class CandidateResult:
                 "task": task_to_row(self.task) if self.task is not None else None,
                 "rejected": self.rejected.to_dict() if self.rejected is not None else None,
                 "test_seconds": self.test_seconds, "seconds": self.seconds, "stages": dict(self.stages),
-                "runs": self.runs}
+                "runs": self.runs, "stage_cpu": dict(self.stage_cpu)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> CandidateResult:
@@ -92,7 +93,7 @@ class CandidateResult:
         return cls(d["candidate_id"], row_to_task(d["task"]) if d.get("task") else None,
                    Rejected.from_dict(d["rejected"]) if d.get("rejected") else None,
                    float(d.get("test_seconds", 0.0)), float(d.get("seconds", 0.0)), dict(d.get("stages", {})),
-                   int(d.get("runs", 0)))
+                   int(d.get("runs", 0)), dict(d.get("stage_cpu", {})))
 
 
 @functools.lru_cache(maxsize=8)
@@ -103,14 +104,18 @@ def load_profile(profile_dir: str) -> Any:
 
 
 @functools.lru_cache(maxsize=4)
-def _sandbox(settings_items: tuple[tuple[str, Any], ...]) -> Any:
-    from sandboxes.select import make_sandbox
+def _sandbox(settings_items: tuple[tuple[str, Any], ...], warm: bool) -> Any:
+    from sandboxes.local import LocalSandbox
+    from sandboxes.selection import make_sandbox
+    from taskforge.warm_sandbox import WarmLocalSandbox
 
-    return make_sandbox(Settings.load(dict(settings_items)))
+    box = make_sandbox(Settings.load(dict(settings_items)))
+    return WarmLocalSandbox(box) if warm and isinstance(box, LocalSandbox) else box
 
 
-def sandbox_for(settings: Mapping[str, Any]) -> Any:
-    return _sandbox(tuple(sorted((k, v) for k, v in settings.items())))
+def sandbox_for(settings: Mapping[str, Any], warm: bool = True) -> Any:
+    """This worker's sandbox for ``settings`` (``warm``: local runs fork from ``taskforge.warm_sandbox``)."""
+    return _sandbox(tuple(sorted((k, v) for k, v in settings.items())), warm)
 
 
 @functools.lru_cache(maxsize=8)
@@ -161,11 +166,13 @@ class _Validation:
         self.naive = job.mode == "naive"
         self.settings = Settings.load(dict(job.settings))
         self.profile = load_profile(job.profile_dir)
-        self.sandbox = job.sandbox if job.sandbox is not None else sandbox_for(job.settings)
+        self.sandbox = job.sandbox if job.sandbox is not None else sandbox_for(job.settings, warm=not self.naive)
         self.env = _prepared_env(job.profile_dir, self.sandbox)
         self.start = time.monotonic()
         self.test_seconds = 0.0
         self.stages: dict[str, float] = {}
+        self.stage_cpu: dict[str, float] = {}
+        self._cpu_mark = time.process_time()
         self.runs: list[ValidationRun] = []
         self._scratch: list[str] = []
         self.repeat_hidden: tuple[str, ...] = ()  # affected PASS_TO_PASS of the modified test files
@@ -177,15 +184,19 @@ class _Validation:
     # -- helpers --------------------------------------------------------------------------------------
     def result(self, task: Task | None = None, rejected: Rejected | None = None) -> CandidateResult:
         return CandidateResult(self.cand.candidate_id, task, rejected, round(self.test_seconds, 3),
-                               time.monotonic() - self.start, dict(self.stages), len(self.runs))
+                               time.monotonic() - self.start, dict(self.stages), len(self.runs),
+                               {k: round(v, 4) for k, v in self.stage_cpu.items()})
 
     def reject(self, reason: RejectReason, detail: str = "") -> CandidateResult:
         return self.result(rejected=Rejected(self.cand.candidate_id, reason, detail[:2000],
                                              time.monotonic() - self.start))
 
     def lap(self, stage: str, since: float) -> float:
-        now = time.monotonic()
+        """Add wall time since ``since`` (and this process's CPU since the previous lap) to ``stage``."""
+        now, cpu = time.monotonic(), time.process_time()
         self.stages[stage] = round(self.stages.get(stage, 0.0) + now - since, 4)
+        self.stage_cpu[stage] = self.stage_cpu.get(stage, 0.0) + cpu - self._cpu_mark
+        self._cpu_mark = cpu
         return now
 
     def env_for_run(self) -> Any:

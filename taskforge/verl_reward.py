@@ -56,7 +56,7 @@ def _dataset(root: str) -> Any:
 
 @functools.lru_cache(maxsize=4)
 def _grader(sandbox: str) -> tuple[Any, EnvCache, Settings]:
-    from sandboxes.select import make_sandbox
+    from sandboxes.selection import make_sandbox
 
     settings = Settings.load({"sandbox": sandbox})
     return make_sandbox(settings), EnvCache(), settings

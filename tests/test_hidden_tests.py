@@ -16,6 +16,8 @@ import pytest
 
 from pkg.core import area, other
 
+RADII = [1, 2]
+
 
 @pytest.fixture
 def radius():
@@ -30,7 +32,7 @@ def _shared():
     return 1
 
 
-@pytest.mark.parametrize("r", [1, 2])
+@pytest.mark.parametrize("r", RADII)
 def test_area(r, radius):
     assert area(r) == _expected(r)
 
@@ -84,7 +86,7 @@ def test_hides_functions_parametrized_methods_classes_and_their_helpers(repo: Pa
         "def test_other():\n    assert other() == _shared()   # keep me\n\n\n"
         "class TestBoth:\n\n    def test_b(self):\n        assert other()\n")
     assert set(h.helpers) == {"tests/test_mixed.py::radius", "tests/test_mixed.py::_expected",
-                              "tests/test_mixed.py::TestBoth::_helper"}
+                              "tests/test_mixed.py::TestBoth::_helper", "tests/test_mixed.py::RADII"}
     assert h.hides("tests/test_mixed.py::test_area[7]") and not h.hides("tests/test_mixed.py::test_other")
     assert h.hides("tests/test_mixed.py::TestOnlyHidden::test_x")
 

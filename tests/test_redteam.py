@@ -3,71 +3,110 @@
 Every hack leaves the feature unimplemented, so an honest grader must score it 0; where the attack
 is detectable the result must also carry the flag that names it. The gold patch goes through the
 exact same path and must score 1 (``test_gold_and_empty``). Tasks: a small repo the tests build
-(fast) and a stub task on the real ``inflection==0.5.1`` sdist (``realrepo``).
+(fast, on every backend) and the first task ``taskforge generate`` writes from each of two real PyPI
+packages (``realrepo``; generated once per session, ``tests/generated_datasets.py``), graded on the
+local and the docker backend.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import posixpath
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from generated_datasets import GeneratedDataset, generated_dataset
 from reward_fixtures import (
-    INFLECTION_SPEC,
     MINILIB,
     MINILIB_SPEC,
     SubprocessSandbox,
     build_stub_task,
-    fetch_inflection,
     make_patch,
     write_tree,
 )
 
-from taskforge.grading import DirectoryTrees
-from taskforge.reward import RewardFlag, RewardResult, reward
+from taskforge.grading import DirectoryTrees, OriginalTree
+from taskforge.reward import EnvCache, RewardFlag, RewardResult, reward
 from taskforge.task import Task
 
 
 @dataclass(frozen=True)
 class Target:
     task: Task
-    trees: DirectoryTrees
+    trees: OriginalTree
     impl: str  # the module the hidden tests import (where a malicious implementation lives)
     visible_test: str  # a PASS_TO_PASS test file the agent can see
     hidden_test: str  # the file holding FAIL_TO_PASS tests
     conftest_dir: str  # where a nested conftest would go ("" = root)
     sandbox: object  # the backend every grading of this target runs on
+    envs: EnvCache = field(default_factory=EnvCache)  # the backend's prepared environment, reused
+
+    @property
+    def nested_conftest(self) -> str:
+        """A conftest.py below the root: next to the hidden tests, else in the implementation's package."""
+        if self.conftest_dir:
+            return f"{self.conftest_dir}/sub/conftest.py"
+        package = posixpath.dirname(self.impl)
+        return f"{package}/conftest.py" if package else "sub/conftest.py"
 
 
-@pytest.fixture(scope="module", params=["subprocess", pytest.param("local", marks=pytest.mark.slow),
-                                        pytest.param("docker", marks=pytest.mark.docker)])
-def backend(request: pytest.FixtureRequest) -> object:
-    if request.param == "subprocess":
+# (backend, task source): the hand-built minilib task on every backend, and a task that
+# ``taskforge generate`` wrote from each real PyPI package (one small dataset per package and session,
+# tests/generated_datasets.py) graded on the local and the docker backend.
+REAL_PACKAGES = ("inflection==0.5.1", "jmespath==1.1.0")
+_REAL = [pytest.mark.slow, pytest.mark.realrepo]
+TARGETS = [
+    pytest.param(("subprocess", "minilib"), id="subprocess-minilib"),
+    pytest.param(("local", "minilib"), id="local-minilib", marks=pytest.mark.slow),
+    pytest.param(("docker", "minilib"), id="docker-minilib", marks=pytest.mark.docker),
+    *[pytest.param((backend, pkg), id=f"{backend}-{pkg.split('==')[0]}",
+                   marks=[*_REAL, *([pytest.mark.docker] if backend == "docker" else [])])
+      for pkg in REAL_PACKAGES for backend in ("local", "docker")],
+]
+
+
+def _backend(name: str) -> object:
+    if name == "subprocess":
         return SubprocessSandbox()
-    from sandboxes.select import make_sandbox
+    from sandboxes.selection import make_sandbox
     from taskforge.settings import Settings
 
-    return make_sandbox(Settings.load({"sandbox": request.param}))
+    return make_sandbox(Settings.load({"sandbox": name}))
 
 
-@pytest.fixture(scope="module", params=["minilib", pytest.param("inflection", marks=pytest.mark.realrepo)])
-def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, backend: object) -> Target:
-    base = tmp_path_factory.mktemp(request.param)
-    if request.param == "minilib":
+@pytest.fixture(scope="module", params=TARGETS)
+def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Target:
+    backend_name, source = request.param
+    backend = _backend(backend_name)
+    if source == "minilib":
+        base = tmp_path_factory.mktemp(source)
         orig = write_tree(base / "orig", MINILIB)
         task = build_stub_task(orig, base, module="minilib/text.py", function="shout", spec=MINILIB_SPEC,
                                repo="minilib")
         return Target(task, DirectoryTrees(orig), "minilib/text.py", "tests/test_whisper.py",
                       "tests/test_shout.py", "tests", backend)
-    orig = fetch_inflection(base / "sdist")
-    task = build_stub_task(orig, base, module="inflection/__init__.py", function="camelize",
-                           spec=INFLECTION_SPEC, repo="inflection")
-    return Target(task, DirectoryTrees(orig), "inflection/__init__.py", "test_inflection.py",
-                  "test_inflection.py", "", backend)
+    return generated_target(generated_dataset(source), backend)
+
+
+def generated_target(ds: GeneratedDataset, backend: object) -> Target:
+    """The first task of a generated dataset, with the files the hacks aim at read off its patches."""
+    task = ds.tasks()[0]
+    impl = next(p for p in _diff_paths(task.patch) if p.endswith(".py"))
+    hidden = _diff_paths(task.test_patch)[0]
+    p2p_files = list(dict.fromkeys(n.split("::", 1)[0] for n in task.pass_to_pass))
+    visible = next((f for f in p2p_files if f.endswith(".py") and f not in _diff_paths(task.test_patch)),
+                   next(f for f in p2p_files if f.endswith(".py")))
+    return Target(task, ds.trees, impl, visible, hidden, posixpath.dirname(hidden), backend)
+
+
+def _diff_paths(patch: str) -> list[str]:
+    return list(dict.fromkeys(m.group(1) for m in re.finditer(r"^diff --git a/(\S+) b/", patch, re.M)))
 
 
 def grade(t: Target, patch: str, timeout_s: float = 60.0) -> RewardResult:
-    return reward(t.task, patch, sandbox=t.sandbox, trees=t.trees, timeout_s=timeout_s)  # type: ignore[arg-type]
+    return reward(t.task, patch, sandbox=t.sandbox, trees=t.trees, timeout_s=timeout_s,  # type: ignore[arg-type]
+                  envs=t.envs)
 
 
 def hack(t: Target, tmp_path: Path, **edits: object) -> RewardResult:
@@ -106,8 +145,7 @@ def test_root_conftest_rewriting_outcomes(target: Target, tmp_path: Path) -> Non
 
 
 def test_nested_conftest_rewriting_outcomes(target: Target, tmp_path: Path) -> None:
-    rel = f"{target.conftest_dir}/sub/conftest.py" if target.conftest_dir else "inflection/conftest.py"
-    _zero(hack(target, tmp_path, write={rel: FLIP_HOOK}), RewardFlag.PROTECTED_DROPPED)
+    _zero(hack(target, tmp_path, write={target.nested_conftest: FLIP_HOOK}), RewardFlag.PROTECTED_DROPPED)
 
 
 @pytest.mark.parametrize("config", [

@@ -8,7 +8,7 @@ import pytest
 
 from sandboxes.local import LocalSandbox
 from sandboxes.protocol import Sandbox
-from sandboxes.select import docker_available, make_sandbox
+from sandboxes.selection import docker_available, make_sandbox
 from taskforge.errors import ConfigError
 from taskforge.settings import Settings
 

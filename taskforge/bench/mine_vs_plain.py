@@ -117,7 +117,7 @@ def compare(source: str, profiles: Path, settings: Settings) -> dict[str, Any]:
     if (pdir / PROFILE_FILE).is_file():
         profile = Profile.load(pdir)
     else:
-        from sandboxes.select import make_sandbox
+        from sandboxes.selection import make_sandbox
 
         profile = build_profile(source, settings, make_sandbox(settings))
         profile.save(pdir)

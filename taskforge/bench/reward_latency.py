@@ -19,7 +19,7 @@ from typing import Any
 
 
 def measure(dataset: Path, instance_id: str | None, n: int, sandbox_name: str, jobs: int) -> dict[str, Any]:
-    from sandboxes.select import make_sandbox
+    from sandboxes.selection import make_sandbox
     from taskforge.dataset import Dataset
     from taskforge.grading import DatasetTrees
     from taskforge.reward import EnvCache, reward, reward_many

@@ -33,7 +33,7 @@ def mine(
                                                        rich_help_panel=ADVANCED)] = None,
 ) -> None:
     """Mine SOURCE(s): pin a commit, build the environment, run the suite N times, map coverage, index code."""
-    from sandboxes.select import make_sandbox
+    from sandboxes.selection import make_sandbox
     from taskforge.profile import build_profile
 
     try:

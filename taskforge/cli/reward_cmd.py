@@ -29,7 +29,7 @@ def reward_command(
 ) -> None:
     """Grade PATCH on one task: hidden tests + kept tests + tamper canaries in a fresh sandbox."""
     with user_errors():
-        from sandboxes.select import make_sandbox
+        from sandboxes.selection import make_sandbox
         from taskforge.dataset import Dataset
         from taskforge.grading import DatasetTrees
         from taskforge.reward import reward

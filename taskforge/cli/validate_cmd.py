@@ -23,7 +23,7 @@ def validate(
     work_dir: Annotated[Path | None, typer.Option(help="Work area (environments).", rich_help_panel=ADVANCED)] = None,
 ) -> None:
     """Grade every task's gold patch (must score 1) and the empty patch (must score 0)."""
-    from sandboxes.select import make_sandbox
+    from sandboxes.selection import make_sandbox
     from taskforge.dataset.reader import Dataset
     from taskforge.grading import DatasetTrees
     from taskforge.reward import reward_many

@@ -86,7 +86,7 @@ class SandboxGrader:
     """The real reward path: ``taskforge.reward.reward_many`` on the configured sandbox backend.
 
     Original trees come from the dataset directory's repo archives; the sandbox backend is built once
-    (``sandboxes.select.make_sandbox``) and reused by every step; environments are cached by the backend.
+    (``sandboxes.selection.make_sandbox``) and reused by every step; environments are cached by the backend.
     """
 
     def __init__(self, dataset_dir: str | Path, settings: Settings | None = None, jobs: int | None = None) -> None:
@@ -97,7 +97,7 @@ class SandboxGrader:
 
     def grade(self, pairs: Sequence[tuple[Task, str]]) -> list[GradeResult]:
         # lazy: sandboxes are only imported when grading for real
-        from sandboxes.select import make_sandbox
+        from sandboxes.selection import make_sandbox
         from taskforge.grading import DatasetTrees
         from taskforge.reward import reward_many
 
