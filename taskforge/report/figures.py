@@ -304,7 +304,11 @@ def _validation_time(tasks: Sequence[TaskSummary]) -> FigureSpec:
     def draw(fig: Figure) -> None:
         ax = fig.add_subplot()
         data = [[s for t in tasks for c, s in t.validation if c == check] for check in checks]
-        ax.boxplot(data, vert=False, widths=0.5, showfliers=False)
+        import matplotlib
+
+        flat: dict[str, Any] = ({"orientation": "horizontal"} if matplotlib.__version_info__ >= (3, 10)
+                                else {"vert": False})
+        ax.boxplot(data, widths=0.5, showfliers=False, **flat)
         for k, values in enumerate(data, 1):
             ax.plot(values, [k] * len(values), "o", color=NEUTRAL, alpha=0.6, markersize=3)
         ax.set_yticks(range(1, len(checks) + 1), [f"{c} (n={len(d)})" for c, d in zip(checks, data, strict=True)])
