@@ -113,3 +113,37 @@ def test_noop_already_a_stub_is_rejected_and_nothing_changes(repo) -> None:
 def test_applies_to() -> None:
     s = StubStrategy()
     assert s.name == "stub" and s.tier == 0
+
+
+def test_stub_of_code_that_runs_at_import_is_rejected(tmp_path: Path) -> None:
+    files = {"m/__init__.py": '''def _table():
+    return {"a": 1}
+
+
+def deco(fn):
+    return fn
+
+
+def _build():
+    return _table()
+
+
+TABLE = _build()
+
+
+@deco
+def user():
+    return TABLE["a"]
+
+
+def free():
+    return 1
+'''}
+    patches.write_tree(files, tmp_path)
+    index = build_index(tmp_path, EnvSpec("m", "3.11", ".", package_dirs=("m",)))
+    assert {"m._build", "m._table", "m.deco"} <= index.import_time_entities()
+    for q in ("m._build", "m._table", "m.deco"):
+        out = StubStrategy().delete(index.entity(q), index, tmp_path)
+        assert isinstance(out, Rejected) and out.reason is RejectReason.IMPORT_BROKEN, q
+    assert isinstance(StubStrategy().delete(index.entity("m.user"), index, tmp_path), Deletion)
+    assert isinstance(StubStrategy().delete(index.entity("m.free"), index, tmp_path), Deletion)
