@@ -399,8 +399,8 @@ def _train_specs(train: Sequence[TrainStep]) -> list[FigureSpec]:
         ax.plot(xs, [s.grading_seconds / max(1, s.rollouts) for s in train], "o-", color="#9d755d", markersize=3,
                 label="per rollout")
         ax.plot(xs, [s.grading_seconds for s in train], "s:", color=LEFT, markersize=3, label="per step")
-        ax.set_ylim(bottom=0)
-        ax.legend(loc="upper left")
+        ax.set_ylim(0, max(s.grading_seconds for s in train) * 1.35 + 0.1)
+        ax.legend(loc="upper left", ncols=2)
 
     return [
         _line("train-pass-rate", "Pass rate", "Mean reward over every rollout graded in each step.", train, "train",

@@ -1,0 +1,191 @@
+"""The report of a REAL generated dataset and a REAL training log, opened in headless Chromium.
+
+Once per session: ``taskforge generate pypi:inflection==0.5.1 --max-tasks 2`` (local sandbox), then
+``taskforge train --policy simulated`` for a few steps with real grading, then ``taskforge report``.
+Chromium (Debian ``chromium`` + ``chromium-driver``, driven by selenium) then checks that every figure
+is drawn with a non-zero box, that the page fetched nothing, that the filter box filters and that
+clicking a task shows its problem statement, gold patch and test patch side by side, diff lines
+colored. Screenshots go to ``artifacts/report-browser/`` (git-ignored); their paths are printed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from taskforge.dataset.reader import Dataset
+from taskforge.report.data import ReportData
+from taskforge.report.figures import figure_specs
+
+pytestmark = [pytest.mark.realrepo, pytest.mark.slow]
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = REPO_ROOT / "artifacts" / "report-browser"
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+TASKFORGE = [sys.executable, "-c", "from taskforge.cli import main; main()"]
+
+
+def _run(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.Popen([*TASKFORGE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, cwd=REPO_ROOT)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"taskforge {' '.join(args[:2])} ran past {timeout:.0f} s: {err[-2000:]}")
+    result = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    assert result.returncode == 0, f"taskforge {' '.join(args)} failed: {err[-3000:]}"
+    return result
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A dataset written by `taskforge generate` on inflection 0.5.1, and a `taskforge train` log on it."""
+    root = tmp_path_factory.mktemp("report-real")
+    dataset, log = root / "ds", root / "metrics.jsonl"
+    _run(["generate", "pypi:inflection==0.5.1", "--max-tasks", "2", "--out", str(dataset), "--sandbox", "local"],
+         timeout=2400)
+    assert len(Dataset.open(dataset)) == 2
+    _run(["train", str(dataset), "--policy", "simulated", "--steps", "3", "--group-size", "2", "--batch-size", "2",
+          "--sandbox", "local", "--log", str(log), "--state", str(root / "state.json")], timeout=2400)
+    assert len(log.read_text().splitlines()) == 3
+    return dataset, log
+
+
+@pytest.fixture(scope="session")
+def report(generated: tuple[Path, Path]) -> Path:
+    dataset, log = generated
+    out = dataset.parent / "report.html"
+    _run(["report", str(dataset), "--train-log", str(log), "--out", str(out)], timeout=600)
+    return out
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+        pytest.skip("needs Debian chromium + chromium-driver (make host / apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="taskforge-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--disable-quic", "--window-size=1400,1000",
+                f"--user-data-dir={profile}"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(120)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def _screenshot(driver: Any, name: str, full: bool = False) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    if full:
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        driver.set_window_size(1400, min(int(height) + 40, 16000))
+    path = ARTIFACTS / name
+    assert driver.save_screenshot(str(path)) and path.stat().st_size > 10_000
+    print(f"screenshot: {path}")
+    return path
+
+
+@pytest.mark.browser
+def test_report_of_a_real_dataset_and_training_log_renders_in_chromium(generated: tuple[Path, Path], report: Path,
+                                                                        browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    dataset, log = generated
+    data = ReportData.collect(dataset, log)
+    expected = [s.key for s in figure_specs(data)]
+    assert {"funnel-inflection", "difficulty", "test-sizes", "lines-deleted", "validation-time", "audit",
+            "train-pass-rate", "train-difficulty", "train-zero-variance", "grading-time"} <= set(expected)
+    browser.get(report.as_uri())
+    boxes = browser.execute_script("""
+        return Array.from(document.querySelectorAll('figure.plot')).map(f => {
+          const s = f.querySelector('svg'); const r = s ? s.getBoundingClientRect() : {width: 0, height: 0};
+          return [f.dataset.key, r.width, r.height, s ? s.querySelectorAll('path, rect, use').length : 0];
+        });""")
+    assert sorted(b[0] for b in boxes) == sorted(expected)  # each figure exactly once
+    for key, width, height, marks in boxes:
+        assert width > 300 and height > 100 and marks > 10, (key, width, height, marks)
+    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0  # fetched nothing
+    assert browser.find_elements(By.CSS_SELECTOR, "img") == []
+    _screenshot(browser, "report-full.png", full=True)
+
+
+@pytest.mark.browser
+def test_clicking_a_task_shows_its_problem_gold_patch_and_hidden_tests(generated: tuple[Path, Path], report: Path,
+                                                                      browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    tasks = {t.instance_id: t for t in Dataset.open(generated[0]).tasks()}
+    browser.get(report.as_uri())
+    rows = browser.find_elements(By.CSS_SELECTOR, "#task-table tbody tr")
+    assert sorted(r.get_attribute("data-id") for r in rows) == sorted(tasks)
+    assert not browser.find_element(By.ID, "task-detail").is_displayed()
+
+    target = rows[-1].get_attribute("data-id")
+    box = browser.find_element(By.ID, "task-filter")
+    box.send_keys(tasks[target].strategy + " " + target[-8:])
+    visible = [r.get_attribute("data-id") for r in rows if r.is_displayed()]
+    assert visible == [target] and browser.find_element(By.ID, "task-count").text == f"1 of {len(tasks)} tasks"
+    box.clear()
+    box.send_keys(" ")  # clear() fires no input event; any input re-filters
+    assert all(r.is_displayed() for r in rows)
+
+    row = next(r for r in rows if r.get_attribute("data-id") == target)
+    row.click()
+    detail = browser.find_element(By.ID, "task-detail")
+    assert detail.is_displayed() and detail.get_attribute("data-instance") == target
+    task = tasks[target]
+    shown = browser.execute_script("""
+        const lines = id => Array.from(document.querySelectorAll('#' + id + ' span')).map(s => [s.className, s.textContent]);
+        const col = id => document.getElementById(id).getBoundingClientRect();
+        return {patch: lines('detail-patch'), tests: lines('detail-tests'),
+                problem: document.getElementById('detail-problem').textContent,
+                cols: ['detail-problem', 'detail-patch', 'detail-tests'].map(id => [col(id).left, col(id).top, col(id).width]),
+                add: getComputedStyle(document.querySelector('#detail-patch .d-add')).backgroundColor};""")
+    assert [text for _, text in shown["patch"]] == task.patch.rstrip("\n").split("\n")
+    assert [text for _, text in shown["tests"]] == task.test_patch.rstrip("\n").split("\n")
+    assert shown["problem"] == task.problem_statement
+    added = [t for c, t in shown["patch"] if c == "d-add"]
+    assert added and added == [ln for ln in task.patch.split("\n") if ln.startswith("+") and not ln.startswith("+++")]
+    assert shown["add"] not in ("rgba(0, 0, 0, 0)", "transparent")  # added lines are colored
+    (l1, t1, w1), (l2, t2, w2), (l3, t3, w3) = shown["cols"]
+    assert l1 < l2 < l3 and abs(t1 - t2) < 2 and abs(t2 - t3) < 2 and min(w1, w2, w3) > 250  # side by side
+    browser.execute_script("arguments[0].scrollIntoView()", detail)
+    time.sleep(0.2)
+    _screenshot(browser, "report-task-detail.png")
+
+
+def test_report_of_100_real_tasks_renders_quickly(generated: tuple[Path, Path], tmp_path: Path) -> None:
+    """The real tasks replicated to 100 through the real DatasetWriter (taskforge.bench.report_speed)."""
+    from taskforge.bench.report_speed import build_dataset
+    from taskforge.report.html import write_report
+
+    dataset, log = generated
+    big = build_dataset(dataset, tmp_path / "ds100", 100, 4)
+    start = time.perf_counter()
+    cpu = time.process_time()
+    out = write_report(big, tmp_path / "r.html", log)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    print(f"report of 100 tasks: {wall:.2f} s wall, {cpu:.2f} s CPU in this process (figures are forked) "
+          f"(load average {os.getloadavg()[0]:.1f}), {out.stat().st_size / 1024:.0f} KiB")
+    assert out.read_text().count('<tr tabindex="0" data-id=') == 100
+    assert wall < 60  # generous: the target is < 2 s on an idle machine (see taskforge.bench.report_speed)
