@@ -65,7 +65,7 @@ def train_command(
             raise ConfigError(f"--grader must be sandbox or fake, got {grader!r}")
         options = PolicyOptions(seed=settings.seed, command=command, endpoint=endpoint, model=model,
                                 timeout_s=agent_timeout, extra=_parse_opts(policy_opt or []),
-                                workspace=dataset_workspaces(dataset) if policy == "command" else None)
+                                workspace=dataset_workspaces(dataset) if policy in ("command", "hf") else None)
         chosen = make_policy(policy, options)
         grading = FakeGrader() if grader == "fake" else SandboxGrader(dataset, settings)
         task_sampler = make_sampler(sampler, [t.difficulty.score for t in tasks], seed=settings.seed,
