@@ -254,7 +254,7 @@ def discover_source_files(repo_root: Path, spec: EnvSpec) -> list[str]:
             inner = path.relative_to(root).parts[:-1] if root.is_dir() else ()
             if path.name in _NON_SOURCE_FILES or is_test_file(rel, spec):
                 continue
-            if any(part in _NON_SOURCE_DIRS for part in inner):
+            if any(part in ("tests", "test") for part in inner):  # a real subpackage may be "testing"/"tools"
                 continue
             out.append(rel)
     return sorted(dict.fromkeys(out))

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from generators.deletion import Deletion
 from generators.static_index import StaticIndex, build_index
 from generators.strategy_delete import DeleteStrategy
+from generators.strategy_module import ModuleStrategy
 from generators.strategy_stub import StubStrategy
 from taskforge import patches
-from taskforge.entities import EntityKind
 from taskforge.environment import EnvSpec
 from taskforge.outcomes import Rejected, RejectReason
 
@@ -78,7 +78,9 @@ SPEC = EnvSpec("pkg", "3.11", ".", package_dirs=("pkg",))
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, StaticIndex]:
     root = tmp_path_factory.mktemp("repo")
-    patches.write_tree({"pkg/__init__.py": INIT, "pkg/core.py": CORE}, root)
+    patches.write_tree({"pkg/__init__.py": INIT, "pkg/core.py": CORE,
+                        "pkg/extra.py": "from pkg.core import other\n\n\ndef twice(y):\n    return 2 * other(y)\n"},
+                       root)
     return root, build_index(root, SPEC)
 
 
@@ -162,8 +164,8 @@ def test_delete_class_takes_its_methods_and_export(repo) -> None:
 def test_property_deletion_then_gold_patch_gives_back_original_bytes(repo, data,
                                                                     tmp_path_factory) -> None:
     root, index = repo
-    entity = data.draw(st.sampled_from([e for e in index.entities if e.kind is not EntityKind.MODULE]))
-    strategy = data.draw(st.sampled_from([StubStrategy(), DeleteStrategy()]))
+    entity = data.draw(st.sampled_from(list(index.entities)))
+    strategy = data.draw(st.sampled_from([StubStrategy(), DeleteStrategy(), ModuleStrategy()]))
     d = strategy.delete(entity, index, root)
     if isinstance(d, Rejected):
         return
