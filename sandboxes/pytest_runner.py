@@ -136,6 +136,48 @@ def _write_json(path: str, obj: Any) -> None:
     os.replace(tmp, path)
 
 
+class SelectPlugin:
+    """Runs only the requested node ids, given to pytest as their files.
+
+    pytest aborts the whole session (usage error, nothing runs) when a node-id argument cannot be
+    resolved, e.g. because its file fails to import; collecting the files and deselecting the rest
+    instead makes such a file one collection error and lets every other requested test run.
+    """
+
+    def __init__(self, nodeids: list[str]) -> None:
+        self.nodeids = set(nodeids)
+
+    def _wanted(self, nodeid: str) -> bool:
+        if nodeid in self.nodeids:
+            return True
+        base = nodeid.split("[", 1)[0]  # a parametrized item of a requested function
+        parts = base.split("::")
+        return any("::".join(parts[:i]) in self.nodeids for i in range(2, len(parts) + 1))
+
+    def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
+        keep = [i for i in items if self._wanted(i.nodeid)]
+        dropped = [i for i in items if not self._wanted(i.nodeid)]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = keep
+
+
+def _split_nodeids(args: list[str]) -> tuple[list[str], list[str]]:
+    """(args with every ``file::name`` node id replaced by its file, the node ids)."""
+    out: list[str] = []
+    nodeids: list[str] = []
+    for i, arg in enumerate(args):
+        path = arg.split("::", 1)[0]
+        after_option = i > 0 and args[i - 1].startswith("-") and "=" not in args[i - 1] and len(args[i - 1]) == 2
+        if "::" in arg and not arg.startswith("-") and not after_option and os.path.isfile(path):
+            nodeids.append(arg)
+            if path not in out:
+                out.append(path)
+        else:
+            out.append(arg)
+    return out, nodeids
+
+
 def _xdist_available() -> bool:
     try:
         import xdist  # noqa: F401
@@ -163,11 +205,16 @@ def main(argv: list[str]) -> int:
     if workers > 0 and not want_cov and _xdist_available():
         args += ["-n", str(workers)]
 
+    plugins: list[Any] = []
+    if "-n" not in args:  # (xdist collects in its workers, where this plugin is absent: keep node ids)
+        args, nodeids = _split_nodeids(args)
+        if nodeids:
+            plugins.append(SelectPlugin(nodeids))
     cov = _coverage_start(request) if want_cov else None
     plugin = ReportPlugin(cov=cov, collect_only=collect_only)
     start = time.monotonic()
     try:
-        exit_code = int(pytest.main(args, plugins=[plugin]))
+        exit_code = int(pytest.main(args, plugins=[plugin, *plugins]))
     finally:
         if cov is not None:
             _coverage_write(cov, request.get("coverage_json") or "coverage.json")
