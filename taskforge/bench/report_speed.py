@@ -24,7 +24,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from taskforge.dataset.funnel import read_funnel
 from taskforge.dataset.reader import Dataset
@@ -107,6 +109,20 @@ def measure(source: Path, n_tasks: int, n_repos: int, train_log: Path | None, re
             "cli_wall_s_min": round(min(walls), 3), "cli_wall_s_max": round(max(walls), 3),
             "cli_cpu_s_min": round(min(cpus), 3), "in_process": split,
             "load_avg_1m": round(os.getloadavg()[0], 2)}
+
+
+def register(bench_app: typer.Typer) -> None:
+    """``taskforge bench report-speed`` (add this module to ``_BENCH_MODULES`` in ``taskforge/cli/bench_cmd.py``)."""
+    @bench_app.command("report-speed")
+    def report_speed_cmd(
+        source: Annotated[Path, typer.Argument(help="A real dataset directory to replicate tasks from.")],
+        tasks: Annotated[int, typer.Option(help="Tasks in the benchmark dataset.")] = 100,
+        repos: Annotated[int, typer.Option(help="Repositories the tasks are spread over.")] = 4,
+        train_log: Annotated[Path | None, typer.Option(help="A `taskforge train` log to plot as well.")] = None,
+        repeat: Annotated[int, typer.Option(help="Timed runs of `taskforge report`.")] = 3,
+    ) -> None:
+        """Time `taskforge report` on a dataset of replicated real tasks (target: < 2 s for 100 tasks)."""
+        print(json.dumps(measure(source, tasks, repos, train_log, repeat)))
 
 
 def main(argv: list[str] | None = None) -> int:
