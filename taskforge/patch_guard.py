@@ -58,10 +58,10 @@ class ProtectedPaths:
         p = PurePosixPath(rel)
         if p.name in SUPPORT_NAMES or p.suffix == ".pth":
             return "support"
+        if rel in self.exempt:  # before ``extra``: a source module that also holds doctests stays source
+            return None
         if rel in self.extra:
             return "test"
-        if rel in self.exempt:
-            return None
         if any(part in TEST_DIR_NAMES for part in p.parts[:-1]):
             return "test"
         if p.suffix == ".py" and (p.name.startswith("test_") or p.stem.endswith("_test")):

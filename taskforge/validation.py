@@ -1,8 +1,8 @@
 """Validate one candidate feature in the sandbox; the result is a ``Task`` or a ``Rejected`` value.
 
 Cheapest checks first, so bad candidates cost little (each step can reject). Three test sets drive it:
-*covering* (tests that execute the feature's body), *affected* (reliable tests that execute any line of a
-file the deletion touched: the only tests whose executed code differs from the baseline's), and the
+*covering* (tests that execute the feature's body), *affected* (reliable tests that executed a line the
+deletion changed, per the baseline's line coverage: the only tests whose path can reach changed code), and the
 PASS_TO_PASS tests of the *modified* test files (test files the hiding edited but did not remove).
 
 1. ``delete``: the strategy's libcst transform; touched files must compile (no sandbox run).
@@ -19,8 +19,8 @@ PASS_TO_PASS tests of the *modified* test files (test files the hiding edited bu
    test red, every PASS_TO_PASS green: contract 1 and 3), then the gold patch on FAIL_TO_PASS + the
    affected PASS_TO_PASS (score 1: contract 2 and 4). Repeats after the first grade both patches on
    FAIL_TO_PASS + affected only, and re-run the affected tests of the modified files on the agent's
-   workspace. Why the other tests need no second run: a test that executes no line of a touched file,
-   from a test file that is byte-identical everywhere, runs the very code the baseline ran N times and the
+   workspace. Why the other tests need no second run: a test that executes no changed line, from a
+   test file that is byte-identical everywhere, runs the very code the baseline ran N times and the
    empty-patch grading ran once more under the same grading harness; with the gold patch the code it
    runs is the original, i.e. the baseline's. PASS_TO_PASS tests red in the empty-patch grading (e.g. a
    restored test module importing the deleted name) must pass on the agent's workspace and are added to
@@ -37,6 +37,7 @@ the full suite, every grading grades every test, and every run gets a fresh copy
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import shutil
 import tempfile
@@ -263,7 +264,7 @@ class _Validation:
             _write_files(ws, deletion.files_after)
             t = self.lap("workspace", t)
             covering = self.cand.covering_tests
-            affected = self._affected(deletion.files_after, reliable)
+            affected = self._affected(deletion.files_before, deletion.files_after, reliable)
             early = tuple(sorted(set(covering) | affected))
             report = self.run_tests(ws, early, "early_broken", 1)
             t = self.lap("early", t)
@@ -328,12 +329,14 @@ class _Validation:
                                                "test_seconds": round(self.test_seconds, 3)})
         return self.result(task=task)
 
-    def _affected(self, touched: Mapping[str, str | None], among: frozenset[str]) -> set[str]:
-        """Reliable tests that executed any line of a touched file in the baseline (the coverage map)."""
+    def _affected(self, before: Mapping[str, str | None], after: Mapping[str, str | None],
+                  among: frozenset[str]) -> set[str]:
+        """Reliable tests that executed a line the deletion changed, in the baseline (the coverage map)."""
         cov = self.profile.coverage
         hit: set[str] = set()
-        for f in touched:
-            hit |= cov.tests_for_lines(f, 1, 10**9, among=among)
+        for f, old in before.items():
+            for start, end in changed_lines(old, after.get(f)):
+                hit |= cov.tests_for_lines(f, start, end, among=among)
         return hit
 
     def _task(self, deletion: Any, original: Mapping[str, str | None], broken: Mapping[str, str | None],
@@ -440,6 +443,22 @@ class _Validation:
         return audit_task_workspace(agent_ws, {k: v for k, v in deleted_sources.items() if v},
                                     env_dir=env_dir, image=image, allowed_text=(task.problem_statement,),
                                     image_cache=Path(self.settings.work_dir) / "audit-images")
+
+
+def changed_lines(before: str | None, after: str | None) -> list[tuple[int, int]]:
+    """1-based inclusive line ranges of ``before`` that ``after`` replaced or deleted (an insertion: the
+    lines around it). A removed file: all of it; a new file: nothing (no test ran its lines)."""
+    if before is None:
+        return []
+    old = before.splitlines()
+    if after is None:
+        return [(1, max(1, len(old)))]
+    ranges = []
+    for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, old, after.splitlines(), autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        ranges.append((i1 + 1, i2) if i2 > i1 else (max(1, i1), i1 + 1))
+    return ranges
 
 
 def _hideable(nodeid: str, spec: Any) -> bool:
