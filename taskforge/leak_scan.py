@@ -59,6 +59,9 @@ class BlobHit:
                 f"{shown!r}")
 
 
+SHORT_LINE_CHARS = 20  # a squashed body line shorter than this proves a leak only with another
+
+
 @dataclass
 class Scanner:
     """Scans blobs against one task's fingerprints; build once per task, reuse for every file."""
@@ -125,8 +128,11 @@ class Scanner:
         return []
 
     def _enough(self, matched: tuple[Fingerprint, ...]) -> bool:
-        """Any body line, n-gram or code object; constants alone only when most of them are there."""
-        if any(f.kind != "const" for f in matched):
+        """Any n-gram or code object, a long body line or two short ones; constants alone only when most
+        of them are there. (One short line alone is not enough: ``if separator:`` is in pygments.)"""
+        strong = [f for f in matched if f.kind not in ("const", "line")
+                  or (f.kind == "line" and len(f.text.encode()) >= SHORT_LINE_CHARS)]
+        if strong or sum(1 for f in matched if f.kind == "line") >= 2:
             return True
         consts = sum(1 for f in matched if f.kind == "const")
         return consts > 0 and consts >= min(2, self._n_consts)
