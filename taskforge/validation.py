@@ -37,64 +37,21 @@ the full suite, every grading grades every test, and every run gets a fresh copy
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import shutil
 import tempfile
 import time
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generators.candidates import Candidate
+from taskforge.candidate_jobs import MODES, CandidateJob, CandidateResult, changed_lines, hideable
 from taskforge.outcomes import Rejected, RejectReason
 from taskforge.settings import Settings
 from taskforge.task import Task, ValidationRun
 
 _COPY_IGNORE = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache")
-MODES = ("default", "naive")
-
-
-@dataclass(frozen=True, slots=True)
-class CandidateJob:
-    profile_dir: str
-    candidate: Candidate
-    settings: Mapping[str, Any]
-    provenance: Mapping[str, Any] = field(default_factory=dict)  # generator parameters, seed, run id
-    mode: str = "default"  # "default" | "naive" (see the module docstring)
-    sandbox: Any = None  # a picklable ``Sandbox`` to use instead of the one ``settings`` name (tests, fakes)
-
-
-@dataclass(frozen=True, slots=True)
-class CandidateResult:
-    candidate_id: str
-    task: Task | None = None
-    rejected: Rejected | None = None
-    test_seconds: float = 0.0  # summed wall time of sandbox runs (the CPU cost that matters)
-    seconds: float = 0.0
-    stages: Mapping[str, float] = field(default_factory=dict)
-    runs: int = 0  # sandbox runs made (test runs and gradings)
-    stage_cpu: Mapping[str, float] = field(default_factory=dict)  # this process's CPU seconds per stage
-
-    def to_dict(self) -> dict[str, Any]:
-        from taskforge.dataset.schema import task_to_row
-
-        return {"candidate_id": self.candidate_id,
-                "task": task_to_row(self.task) if self.task is not None else None,
-                "rejected": self.rejected.to_dict() if self.rejected is not None else None,
-                "test_seconds": self.test_seconds, "seconds": self.seconds, "stages": dict(self.stages),
-                "runs": self.runs, "stage_cpu": dict(self.stage_cpu)}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> CandidateResult:
-        from taskforge.dataset.schema import row_to_task
-
-        return cls(d["candidate_id"], row_to_task(d["task"]) if d.get("task") else None,
-                   Rejected.from_dict(d["rejected"]) if d.get("rejected") else None,
-                   float(d.get("test_seconds", 0.0)), float(d.get("seconds", 0.0)), dict(d.get("stages", {})),
-                   int(d.get("runs", 0)), dict(d.get("stage_cpu", {})))
 
 
 @functools.lru_cache(maxsize=8)
@@ -285,7 +242,7 @@ class _Validation:
                                    f"the test run on the broken workspace reported nothing: {report.output_tail[-500:]}")
             red_covering = tuple(n for n in covering if not report.outcome_of(n).ok)
             # doctests of README files or source modules cannot be hidden: neither FAIL_TO_PASS nor PASS_TO_PASS
-            f2p = tuple(n for n in red_covering if _hideable(n, spec))
+            f2p = tuple(n for n in red_covering if hideable(n, spec))
             if not f2p:
                 why = (f"only unhideable doctests fail without the feature, e.g. {red_covering[0]}" if red_covering
                        else f"all {len(covering)} covering tests still pass without the feature")
@@ -466,30 +423,6 @@ class _Validation:
                                     image_cache=Path(self.settings.work_dir) / "audit-images")
 
 
-def changed_lines(before: str | None, after: str | None) -> list[tuple[int, int]]:
-    """1-based inclusive line ranges of ``before`` that ``after`` replaced or deleted (an insertion: the
-    lines around it). A removed file: all of it; a new file: nothing (no test ran its lines)."""
-    if before is None:
-        return []
-    old = before.splitlines()
-    if after is None:
-        return [(1, max(1, len(old)))]
-    ranges = []
-    for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, old, after.splitlines(), autojunk=False).get_opcodes():
-        if tag == "equal":
-            continue
-        ranges.append((i1 + 1, i2) if i2 > i1 else (max(1, i1), i1 + 1))
-    return ranges
-
-
-def _hideable(nodeid: str, spec: Any) -> bool:
-    """A test the hiding can remove: a test function in a Python test file (not a doctest elsewhere)."""
-    from generators.static_index import is_test_file
-
-    path = nodeid.split("::", 1)[0]
-    return path.endswith(".py") and is_test_file(path, spec)
-
-
 def _zeroing(res: Any) -> bool:
     return any(f in ("tampering", "canary_failed", "no_report", "timeout", "grader_error") for f in res.flags)
 
@@ -521,3 +454,6 @@ def make_instance_id(name: str, version: str, strategy: str, target: str, patche
 
     h = hashlib.sha256((patches.setup_patch + "\0" + patches.patch).encode()).hexdigest()[:8]
     return f"{name}-{version}__{strategy}__{target}-{h}"
+
+__all__ = ["MODES", "CandidateJob", "CandidateResult", "changed_lines", "load_profile", "make_instance_id", "sandbox_for",
+           "validate_candidate"]
