@@ -157,7 +157,7 @@ class EnvImages:
             prepared = PreparedEnv(
                 spec=spec, backend="docker", location=tag, python_version=resolution.python_version,
                 frozen=resolution.pins, install_log="", build_seconds=0.0,
-                extra={"base_image": self.settings.base_image, "base_image_id": base_id,
+                extra={"image": tag, "base_image": self.settings.base_image, "base_image_id": base_id,
                        "project": json.dumps(dict(resolution.project), sort_keys=True)},
             )
             self._build(tag, resolution, prepared, log, log_path)
@@ -185,7 +185,11 @@ class EnvImages:
         except docker.errors.ImageNotFound:
             return None
         label = (image.labels or {}).get(LABEL)
-        return PreparedEnv.from_dict(json.loads(label)) if label else None
+        if not label:
+            return None
+        prepared = json.loads(label)
+        prepared["extra"] = {**(prepared.get("extra") or {}), "image": tag}  # images labelled before "image" existed
+        return PreparedEnv.from_dict(prepared)
 
     def _ca_files(self) -> dict[str, bytes]:
         ca = self.settings.effective_ca_bundle

@@ -92,6 +92,7 @@ def test_image_is_cached_by_content_hash(both):
     again = docker_box.prepare(MINI_SPEC, repo)
     assert again.location == denv.location and again.location.startswith("taskforge-env:")
     assert again.frozen == denv.frozen
+    assert again.extra["image"] == denv.extra["image"] == denv.location  # tasks record it as image_name
 
 
 def test_failed_build_names_its_kept_log(both, tmp_path):
