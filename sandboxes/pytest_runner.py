@@ -144,11 +144,15 @@ class SelectPlugin:
     instead makes such a file one collection error and lets every other requested test run.
     """
 
-    def __init__(self, nodeids: list[str]) -> None:
+    def __init__(self, nodeids: list[str], paths: list[str]) -> None:
         self.nodeids = set(nodeids)
+        self.paths = tuple(p.rstrip("/") for p in paths)  # plain file/dir arguments: everything in them runs
 
     def _wanted(self, nodeid: str) -> bool:
         if nodeid in self.nodeids:
+            return True
+        file = nodeid.split("::", 1)[0]
+        if any(file == p or file.startswith(p + "/") or p in (".", "") for p in self.paths):
             return True
         base = nodeid.split("[", 1)[0]  # a parametrized item of a requested function
         parts = base.split("::")
@@ -162,20 +166,24 @@ class SelectPlugin:
             items[:] = keep
 
 
-def _split_nodeids(args: list[str]) -> tuple[list[str], list[str]]:
-    """(args with every ``file::name`` node id replaced by its file, the node ids)."""
+def _split_nodeids(args: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """(args with every ``file::name`` node id replaced by its file, the node ids, the plain path args)."""
     out: list[str] = []
     nodeids: list[str] = []
+    paths: list[str] = []
     for i, arg in enumerate(args):
         path = arg.split("::", 1)[0]
         after_option = i > 0 and args[i - 1].startswith("-") and "=" not in args[i - 1] and len(args[i - 1]) == 2
-        if "::" in arg and not arg.startswith("-") and not after_option and os.path.isfile(path):
+        if arg.startswith("-") or after_option or not os.path.exists(path):
+            out.append(arg)
+        elif "::" in arg and os.path.isfile(path):
             nodeids.append(arg)
             if path not in out:
                 out.append(path)
         else:
+            paths.append(os.path.normpath(arg).replace(os.sep, "/"))
             out.append(arg)
-    return out, nodeids
+    return out, nodeids, paths
 
 
 def _xdist_available() -> bool:
@@ -207,9 +215,9 @@ def main(argv: list[str]) -> int:
 
     plugins: list[Any] = []
     if "-n" not in args:  # (xdist collects in its workers, where this plugin is absent: keep node ids)
-        args, nodeids = _split_nodeids(args)
+        args, nodeids, paths = _split_nodeids(args)
         if nodeids:
-            plugins.append(SelectPlugin(nodeids))
+            plugins.append(SelectPlugin(nodeids, paths))
     cov = _coverage_start(request) if want_cov else None
     plugin = ReportPlugin(cov=cov, collect_only=collect_only)
     start = time.monotonic()

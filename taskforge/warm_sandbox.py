@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from sandboxes.local import LocalSandbox, _install_runner, build_request, read_report, run_env
 from sandboxes.protocol import RunOutput, RunRequest
@@ -42,27 +42,34 @@ class _Server:
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env=env, cwd=cwd, text=True, bufsize=1, start_new_session=True)
+                                     env=env, cwd=cwd, bufsize=0, start_new_session=True)
         self.lock = threading.Lock()
+        self._buf = b""
         line = self._readline(_START_TIMEOUT_S)
         if line != "ready":
             self.close()
             raise OSError(f"warm test server did not start (said {line!r})")
 
-    def _readline(self, timeout: float | None) -> str | None:
-        out: IO[str] = self.proc.stdout  # type: ignore[assignment]
-        if timeout is not None:
-            ready, _, _ = select.select([out], [], [], max(0.0, timeout))
+    def _readline(self, timeout: float) -> str | None:
+        """The server's next line; None when none came within ``timeout``, "" when it exited."""
+        fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
                 return None
-        line = out.readline()
-        return line.strip() if line else ""
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return ""
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return line.decode().strip()
 
     def run(self, req: dict[str, Any], timeout: float) -> int | None:
         """Exit code of the run, or None when it passed ``timeout`` (its process group is killed)."""
         assert self.proc.stdin is not None
         deadline = time.monotonic() + timeout
-        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.write((json.dumps(req) + "\n").encode())
         self.proc.stdin.flush()
         started = self._readline(_START_TIMEOUT_S)
         if not started or not started.startswith("pid "):

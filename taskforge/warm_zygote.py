@@ -20,6 +20,9 @@ import traceback
 
 def _child(req: dict, runner: object) -> int:
     os.setsid()  # own process group: the host kills the whole group on timeout
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)  # never the server's request pipe
+    os.close(null)
     fd = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -47,7 +50,7 @@ def main() -> int:
     out = sys.stdout
     out.write("ready\n")
     out.flush()
-    for line in sys.stdin:
+    for line in iter(sys.stdin.buffer.readline, b""):
         req = json.loads(line)
         pid = os.fork()
         if pid == 0:

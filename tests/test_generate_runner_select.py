@@ -48,3 +48,9 @@ def test_an_unimportable_requested_file_is_one_collection_error(tmp_path):
 def test_one_parametrization_and_unknown_ids(tmp_path):
     report = _run(tmp_path, ("tests/test_ok.py::test_param[2]", "tests/test_ok.py::test_gone"))
     assert {r.nodeid: r.outcome.value for r in report.results} == {"tests/test_ok.py::test_param[2]": "passed"}
+
+
+def test_plain_file_arguments_still_run_everything_in_them(tmp_path):
+    report = _run(tmp_path, ("tests/test_ok.py", "tests/test_broken.py::test_uses_thing"))
+    assert len(report.results) == 6 and all(r.outcome.value == "passed" for r in report.results)
+
