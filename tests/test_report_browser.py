@@ -27,7 +27,7 @@ from taskforge.dataset.reader import Dataset
 from taskforge.report.data import ReportData
 from taskforge.report.figures import figure_specs
 
-pytestmark = [pytest.mark.realrepo, pytest.mark.slow]
+pytestmark = [pytest.mark.realrepo, pytest.mark.slow, pytest.mark.timeout(5400)]  # generate + train run in setup
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO_ROOT / "artifacts" / "report-browser"
@@ -35,9 +35,9 @@ CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 TASKFORGE = [sys.executable, "-c", "from taskforge.cli import main; main()"]
 
 
-def _run(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+def _run(args: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     proc = subprocess.Popen([*TASKFORGE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, cwd=REPO_ROOT)
+                            start_new_session=True, cwd=REPO_ROOT, env={**os.environ, **(env or {})})
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -54,11 +54,14 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A dataset written by `taskforge generate` on inflection 0.5.1, and a `taskforge train` log on it."""
     root = tmp_path_factory.mktemp("report-real")
     dataset, log = root / "ds", root / "metrics.jsonl"
+    # A work area outside this repository: inside it, pytest runs in the workspaces would take this
+    # repository's pyproject.toml as their rootdir and report node ids relative to it.
+    work = {"TASKFORGE_WORK_DIR": str(root / "work")}
     _run(["generate", "pypi:inflection==0.5.1", "--max-tasks", "2", "--out", str(dataset), "--sandbox", "local"],
-         timeout=2400)
+         timeout=2400, env=work)
     assert len(Dataset.open(dataset)) == 2
     _run(["train", str(dataset), "--policy", "simulated", "--steps", "3", "--group-size", "2", "--batch-size", "2",
-          "--sandbox", "local", "--log", str(log), "--state", str(root / "state.json")], timeout=2400)
+          "--sandbox", "local", "--log", str(log), "--state", str(root / "state.json")], timeout=2400, env=work)
     assert len(log.read_text().splitlines()) == 3
     return dataset, log
 

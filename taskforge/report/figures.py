@@ -142,10 +142,10 @@ def _label_margin(labels: Sequence[str], extra: float = 0.0) -> float:
     return 0.2 + extra + 0.068 * max((len(x) for x in labels), default=4)
 
 
-def _integer_axis(axis: Any) -> None:
+def _integer_axis(axis: Any, nbins: int | str = "auto") -> None:
     from matplotlib.ticker import MaxNLocator
 
-    axis.set_major_locator(MaxNLocator(integer=True))
+    axis.set_major_locator(MaxNLocator(nbins=nbins, integer=True))
 
 
 # -- repositories ---------------------------------------------------------------------------------------
@@ -203,14 +203,18 @@ def _strategies(repos: Sequence[RepoSummary], strategies: Sequence[str]) -> Figu
 def _stage_time(repos: Sequence[RepoSummary]) -> FigureSpec:
     stages = list(dict.fromkeys([s for s in STAGE_ORDER if any(s in dict(r.stage_seconds) for r in repos)]
                                 + sorted({k for r in repos for k, _ in r.stage_seconds} - set(STAGE_ORDER))))
+    ncols = min(6, len(stages))
+    legend_rows = -(-len(stages) // ncols)
 
     def draw(fig: Figure) -> None:
+        from matplotlib import colormaps
+
+        palette = colormaps["tab20"]
         ax = fig.add_subplot()
         left = [0.0] * len(repos)
         for i, stage in enumerate(stages):
             secs = [dict(r.stage_seconds).get(stage, 0.0) for r in repos]
-            ax.barh(range(len(repos)), secs, left=left, label=stage,
-                    color=(NEUTRAL, *OTHER_COLORS, "#f58518", "#54a24b")[i % 9])
+            ax.barh(range(len(repos)), secs, left=left, label=stage, color=palette(i % 20))
             left = [a + b for a, b in zip(left, secs, strict=True)]
         for k, total in enumerate(left):
             ax.text(total, k, f" {total:.0f} s", va="center", fontsize=8)
@@ -218,13 +222,13 @@ def _stage_time(repos: Sequence[RepoSummary]) -> FigureSpec:
         ax.invert_yaxis()
         ax.set_xlim(0, max(left) * 1.18 + 1)
         ax.set_xlabel("seconds (summed over workers)")
-        fig.legend(ncols=min(7, len(stages)), loc="lower center")
+        fig.legend(ncols=ncols, loc="lower center")
         ax.set_title("time per stage")
 
     return FigureSpec("stage-time", "repos", "Time per stage",
                       "Seconds spent per pipeline stage and repository (profile = environment + baseline runs).",
-                      (6.4, 1.9 + 0.35 * len(repos)), draw,
-                      (_label_margin([r.repo for r in repos]), 0.8, 0.15, 0.3))
+                      (6.4, 1.7 + 0.35 * len(repos) + 0.2 * legend_rows), draw,
+                      (_label_margin([r.repo for r in repos]), 0.55 + 0.2 * legend_rows, 0.15, 0.3))
 
 
 # -- tasks ----------------------------------------------------------------------------------------------
@@ -260,6 +264,7 @@ def _difficulty(tasks: Sequence[TaskSummary]) -> FigureSpec:
 
 
 def _int_bins(values: Sequence[int], n: int = 12) -> list[float]:
+    """Bins of whole numbers (at most ``n``) centred on the integers they count."""
     lo, hi = min(values), max(values)
     step = max(1, -(-(hi - lo + 1) // n))
     return [lo - 0.5 + step * i for i in range((hi - lo + 1 + step - 1) // step + 1)]
@@ -271,6 +276,9 @@ def _test_sizes(tasks: Sequence[TaskSummary]) -> FigureSpec:
         for ax, name, values, color in ((axes[0], "FAIL_TO_PASS", [t.fail_to_pass for t in tasks], REJECT),
                                         (axes[1], "PASS_TO_PASS", [t.pass_to_pass for t in tasks], ACCEPT)):
             ax.hist(values, bins=_int_bins(values), color=color, edgecolor="white", linewidth=0.5)
+            _integer_axis(ax.xaxis, 5)
+            if min(values) == max(values):  # one value: a narrow bar in a readable window, not a full-width block
+                ax.set_xlim(min(values) - 5, max(values) + 5)
             ax.set_xlabel(f"{name} tests per task")
             ax.set_ylabel("tasks")
             _integer_axis(ax.yaxis)
