@@ -26,6 +26,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +38,8 @@ ZYGOTE = Path(__file__).with_name("warm_zygote.py")
 _START_TIMEOUT_S = 120.0
 
 
-class _Server:
-    """One warm server process for one environment."""
+class WarmServer:
+    """One warm server process (``warm_zygote.py`` under some interpreter) for one environment."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -106,7 +107,7 @@ class WarmLocalSandbox:
 
     def __init__(self, base: LocalSandbox) -> None:
         self.base = base
-        self._servers: dict[str, _Server] = {}
+        self._servers: dict[str, WarmServer] = {}
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -118,62 +119,68 @@ class WarmLocalSandbox:
     def prepare(self, spec: EnvSpec, repo_dir: Path) -> PreparedEnv:
         return self.base.prepare(spec, repo_dir)
 
-    def _server(self, env: PreparedEnv, scratch: Path) -> _Server:
+    def _server(self, env: PreparedEnv, scratch: Path) -> WarmServer:
         with self._lock:
             server = self._servers.get(env.location)
             if server is not None and server.alive():
                 return server
             venv = Path(env.location)
-            runner_dir = venv / "taskforge-runner"
             _install_runner(venv)  # the same runner the base sandbox runs, in the same folder
-            target = runner_dir / "warm_zygote.py"
-            if not target.is_file() or target.read_bytes() != ZYGOTE.read_bytes():
-                tmp = target.with_suffix(f".{os.getpid()}.tmp")
-                shutil.copyfile(ZYGOTE, tmp)
-                os.replace(tmp, target)
-            argv = [str(venv / "bin" / "python"), str(target)]
-            if self.base.network_isolated:
-                argv = ["unshare", "-rn", *argv]
+            wrapper = ["unshare", "-rn"] if self.base.network_isolated else []
             home = scratch / "server"
             (home / "home").mkdir(parents=True, exist_ok=True)
             (home / "tmp").mkdir(exist_ok=True)
-            server_env = run_env(env.spec, home, venv, home, {})
-            server_env["PYTHONPATH"] = ""
-            server = _Server(argv, server_env, home)
+            server_env = {**run_env(env.spec, home, venv, home, {}), "PYTHONPATH": ""}
+            server = start_server([*wrapper, str(venv / "bin" / "python")], venv / "taskforge-runner", server_env, home)
             self._servers[env.location] = server
             return server
 
     def run(self, env: PreparedEnv, workspace: Path, request: RunRequest) -> RunOutput:
         if request.coverage or env.backend != "local":
             return self.base.run(env, workspace, request)
-        start = time.monotonic()
         workspace = Path(workspace).resolve()
-        scratch = Path(tempfile.mkdtemp(prefix="taskforge-run-"))
         try:
             server = self._server(env, Path(tempfile.gettempdir()) / f"taskforge-warm-{os.getpid()}")
-            (scratch / "home").mkdir()
-            (scratch / "tmp").mkdir()
-            req = build_request(env.spec, workspace, request, scratch)
-            (scratch / "request.json").write_text(json.dumps(req))
-            child_env = run_env(env.spec, workspace, Path(env.location), scratch, request.env)
-            log = scratch / "output.log"
-            with server.lock:
-                rc = server.run({"request": str(scratch / "request.json"), "cwd": str(workspace),
-                                 "env": child_env, "log": str(log)}, request.timeout_s)
-            tail = _tail(log, 6000)
-            elapsed = time.monotonic() - start
-            report = read_report(Path(req["report_path"]), rc, elapsed, tail)
-            return RunOutput(report=report, coverage=None, seconds=round(time.monotonic() - start, 3))
+            return run_forked(server, env.spec, workspace, request,
+                              lambda scratch: run_env(env.spec, workspace, Path(env.location), scratch, request.env))
         except OSError:
             return self.base.run(env, workspace, request)  # a server that cannot serve: the plain path
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
 
     def close(self) -> None:
         with self._lock:
             for server in self._servers.values():
                 server.close()
             self._servers.clear()
+
+
+def start_server(python: list[str], runner_dir: Path, env: dict[str, str], cwd: Path) -> WarmServer:
+    """Start ``warm_zygote.py`` with ``python`` (argv prefix) from ``runner_dir``, which holds the runner."""
+    target = runner_dir / "warm_zygote.py"
+    if not target.is_file() or target.read_bytes() != ZYGOTE.read_bytes():
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        shutil.copyfile(ZYGOTE, tmp)
+        os.replace(tmp, target)
+    return WarmServer([*python, str(target)], env, cwd)
+
+
+def run_forked(server: WarmServer, spec: EnvSpec, workspace: Path, request: RunRequest,
+               child_env: Callable[[Path], dict[str, str]]) -> RunOutput:
+    """One run of ``request`` forked from ``server``; ``child_env(scratch)`` is the run's whole environment."""
+    start = time.monotonic()
+    scratch = Path(tempfile.mkdtemp(prefix="taskforge-run-"))
+    try:
+        (scratch / "home").mkdir()
+        (scratch / "tmp").mkdir()
+        req = build_request(spec, workspace, request, scratch)
+        (scratch / "request.json").write_text(json.dumps(req))
+        log = scratch / "output.log"
+        with server.lock:
+            rc = server.run({"request": str(scratch / "request.json"), "cwd": str(workspace),
+                             "env": child_env(scratch), "log": str(log)}, request.timeout_s)
+        report = read_report(Path(req["report_path"]), rc, time.monotonic() - start, _tail(log, 6000))
+        return RunOutput(report=report, coverage=None, seconds=round(time.monotonic() - start, 3))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _tail(path: Path, size: int) -> str:

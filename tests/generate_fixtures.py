@@ -22,6 +22,7 @@ from sandboxes.local import build_request, read_coverage, read_report
 from sandboxes.process import run_capture
 from sandboxes.protocol import RunOutput, RunRequest
 from taskforge.environment import EnvSpec, PreparedEnv
+from taskforge.warm_sandbox import WarmServer, run_forked, start_server
 
 RUNNER = Path(__file__).resolve().parents[1] / "sandboxes" / "pytest_runner.py"
 
@@ -149,14 +150,44 @@ def make_mini_project(root: Path, extra: dict[str, str] | None = None) -> Path:
 
 
 class HostSandbox:
-    """Runs the real runner with this interpreter (no isolation: a seam fake, not a sandbox)."""
+    """Runs the real runner with this interpreter (no isolation: a seam fake, not a sandbox).
+
+    Runs without coverage fork from one warm server per process (``taskforge.warm_sandbox``), as
+    validation's local runs do; coverage runs start a fresh interpreter.
+    """
 
     name = "host"
+
+    def __init__(self) -> None:
+        self._server: WarmServer | None = None
+        self._dir: str | None = None
+
+    def __getstate__(self) -> dict[str, object]:
+        return {}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__init__()  # type: ignore[misc]
 
     def prepare(self, spec: EnvSpec, repo_dir: Path) -> PreparedEnv:
         return PreparedEnv(spec, self.name, sys.prefix, platform.python_version())
 
+    def _env(self, workspace: Path, scratch: Path, spec: EnvSpec, extra: dict[str, str]) -> dict[str, str]:
+        return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(scratch / "home"),
+                "TMPDIR": str(scratch / "tmp"), "PYTHONHASHSEED": "0", "TZ": "UTC", "LC_ALL": "C.UTF-8",
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "PYTHONPATH": os.pathsep.join(str(workspace / r) for r in spec.src_roots), **extra}
+
     def run(self, env: PreparedEnv, workspace: Path, request: RunRequest) -> RunOutput:
+        if not request.coverage:
+            if self._server is None or not self._server.alive():
+                self._dir = tempfile.mkdtemp(prefix="tf-host-warm-")
+                shutil.copyfile(RUNNER, Path(self._dir, "pytest_runner.py"))
+                base = {k: v for k, v in self._env(Path(self._dir), Path(self._dir), env.spec, {}).items()
+                        if k != "PYTHONPATH"}
+                self._server = start_server([sys.executable], Path(self._dir), base, Path(self._dir))
+            ws = Path(workspace).resolve()
+            return run_forked(self._server, env.spec, ws, request,
+                              lambda scratch: self._env(ws, scratch, env.spec, dict(request.env)))
         start = time.monotonic()
         workspace = Path(workspace).resolve()
         with tempfile.TemporaryDirectory(prefix="tf-host-") as tmp:
