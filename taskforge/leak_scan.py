@@ -59,9 +59,6 @@ class BlobHit:
                 f"{shown!r}")
 
 
-SHORT_LINE_CHARS = 20  # a squashed body line shorter than this proves a leak only with another
-
-
 @dataclass
 class Scanner:
     """Scans blobs against one task's fingerprints; build once per task, reuse for every file."""
@@ -128,11 +125,12 @@ class Scanner:
         return []
 
     def _enough(self, matched: tuple[Fingerprint, ...]) -> bool:
-        """Any n-gram or code object, a long body line or two short ones; constants alone only when most
-        of them are there. (One short line alone is not enough: ``if separator:`` is in pygments.)"""
-        strong = [f for f in matched if f.kind not in ("const", "line")
-                  or (f.kind == "line" and len(f.text.encode()) >= SHORT_LINE_CHARS)]
-        if strong or sum(1 for f in matched if f.kind == "line") >= 2:
+        """Any n-gram or code object, or two body lines; constants alone only when most of them are there.
+
+        One body line alone is not enough: idioms recur in unrelated code (pygments has both
+        ``if separator:`` and ``raise NotImplementedError(``); a real copy of deleted code has more.
+        """
+        if any(f.kind not in ("const", "line") for f in matched) or sum(f.kind == "line" for f in matched) >= 2:
             return True
         consts = sum(1 for f in matched if f.kind == "const")
         return consts > 0 and consts >= min(2, self._n_consts)
