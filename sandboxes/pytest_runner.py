@@ -194,6 +194,39 @@ def _xdist_available() -> bool:
     return True
 
 
+_CONFIG_FILES = (("pytest.ini", None), (".pytest.ini", None), ("pyproject.toml", "[tool.pytest.ini_options]"),
+                 ("tox.ini", "[pytest]"), ("setup.cfg", "[tool:pytest]"))
+
+
+def _anchor_to_workspace(args: list[str], report_path: str) -> list[str]:
+    """Keep pytest inside the workspace (the current directory).
+
+    Without this, a workspace that has no pytest configuration of its own makes pytest search the
+    parent directories for one, and a workspace that sits inside another project (a work area under a
+    repository) would take that project's rootdir, ini options and conftest files.
+    """
+    if any(a == "-c" or a.startswith(("-c=", "--config-file", "--rootdir")) for a in args):
+        return args
+    extra = ["--rootdir=.", "--confcutdir=."]
+    has_config = False
+    for name, section in _CONFIG_FILES:
+        if os.path.isfile(name):
+            try:
+                with open(name, encoding="utf-8", errors="replace") as fh:
+                    text = fh.read()
+            except OSError:
+                continue
+            if section is None or section in text:
+                has_config = True
+                break
+    if not has_config:
+        empty = os.path.join(os.path.dirname(os.path.abspath(report_path)), "taskforge-empty-pytest.ini")
+        with open(empty, "w", encoding="utf-8") as fh:
+            fh.write("[pytest]\n")
+        extra = ["-c", empty, *extra]
+    return [*extra, *args]
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: pytest_runner.py REQUEST.json", file=sys.stderr)
@@ -207,6 +240,7 @@ def main(argv: list[str]) -> int:
     # a file that fails to collect must not hide the rest of the suite: its tests are just absent
     args = ["-p", "no:cacheprovider", "-p", "no:randomly", "--continue-on-collection-errors",
             *[str(a) for a in request.get("args", [])]]
+    args = _anchor_to_workspace(args, report_path)
     if collect_only:
         args.append("--collect-only")
     workers = int(request.get("xdist_workers") or 0)

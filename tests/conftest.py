@@ -2,20 +2,20 @@
 
 Real-package tests share one content-addressed work area (repos, sdists, environments), so a
 virtualenv built for ``inflection`` by one test is reused by the next instead of rebuilt. It lives in
-the git-ignored ``.taskforge/test-work`` unless ``TASKFORGE_WORK_DIR`` is set. Tests that need
-isolation pass their own ``work_dir``.
+``$TMPDIR/taskforge-test-work`` (outside the repository, so pytest runs inside workspaces never see this
+repository's configuration) unless ``TASKFORGE_WORK_DIR`` is set. Tests that need isolation pass their
+own ``work_dir``.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def pytest_configure(config) -> None:  # noqa: ANN001 - pytest hook signature
     if "TASKFORGE_WORK_DIR" not in os.environ:
-        work = REPO_ROOT / ".taskforge" / "test-work"
+        work = Path(tempfile.gettempdir()) / "taskforge-test-work"
         work.mkdir(parents=True, exist_ok=True)
         os.environ["TASKFORGE_WORK_DIR"] = str(work)

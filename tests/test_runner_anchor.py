@@ -1,0 +1,43 @@
+"""The in-sandbox runner keeps pytest inside the workspace, even when the workspace sits in another project."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+RUNNER = Path(__file__).resolve().parents[1] / "sandboxes" / "pytest_runner.py"
+
+
+def _run(workspace: Path, scratch: Path) -> dict:
+    request = {"args": ["tests"], "report_path": str(scratch / "report.json")}
+    (scratch / "request.json").write_text(json.dumps(request))
+    subprocess.run([sys.executable, str(RUNNER), str(scratch / "request.json")], cwd=workspace,
+                   capture_output=True, text=True, timeout=120, check=False)
+    return json.loads((scratch / "report.json").read_text())
+
+
+def test_enclosing_project_config_and_conftest_are_ignored(tmp_path: Path) -> None:
+    outer = tmp_path / "outer"
+    (outer / "work" / "ws" / "tests").mkdir(parents=True)
+    # an enclosing project whose config would break the run and whose conftest would fail everything
+    (outer / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "--no-such-option"\n')
+    (outer / "conftest.py").write_text("import pytest\n@pytest.fixture(autouse=True)\ndef boom():\n    raise RuntimeError\n")
+    ws = outer / "work" / "ws"
+    (ws / "tests" / "test_a.py").write_text("def test_ok():\n    assert True\n")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    report = _run(ws, scratch)
+    assert [(r["nodeid"], r["outcome"]) for r in report["results"]] == [("tests/test_a.py::test_ok", "passed")]
+
+
+def test_workspace_config_is_still_used(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "tests").mkdir(parents=True)
+    (ws / "setup.cfg").write_text("[tool:pytest]\npython_functions = check_*\n")
+    (ws / "tests" / "test_b.py").write_text("def check_one():\n    assert True\n\ndef test_not_collected():\n    assert False\n")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    report = _run(ws, scratch)
+    assert [r["nodeid"] for r in report["results"]] == ["tests/test_b.py::check_one"]
