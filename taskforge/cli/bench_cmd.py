@@ -13,6 +13,7 @@ import typer
 # Each module defines ``register(bench_app)``. Add a line here when adding a benchmark.
 _BENCH_MODULES = (
     "taskforge.bench.curriculum",
+    "taskforge.bench.report_speed",
     "taskforge.bench.trainer_speed",
     "taskforge.bench.audit_cost",
     "taskforge.bench.docker_overhead",
