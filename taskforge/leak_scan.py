@@ -125,12 +125,13 @@ class Scanner:
         return []
 
     def _enough(self, matched: tuple[Fingerprint, ...]) -> bool:
-        """Any n-gram or code object, or two body lines; constants alone only when most of them are there.
+        """A code object, or two body lines / n-grams; constants alone only when most of them are there.
 
-        One body line alone is not enough: idioms recur in unrelated code (pygments has both
-        ``if separator:`` and ``raise NotImplementedError(``); a real copy of deleted code has more.
+        One line or n-gram alone is not enough: idioms recur in unrelated code (pygments has
+        ``if separator:`` and ``raise NotImplementedError(``, pytest ``func(*args, **kwargs)`` + ``try:``);
+        a real copy of deleted code matches more than one.
         """
-        if any(f.kind not in ("const", "line") for f in matched) or sum(f.kind == "line" for f in matched) >= 2:
+        if any(f.kind == "names" for f in matched) or sum(f.kind in ("line", "ngram") for f in matched) >= 2:
             return True
         consts = sum(1 for f in matched if f.kind == "const")
         return consts > 0 and consts >= min(2, self._n_consts)

@@ -249,7 +249,9 @@ class _Validation:
                 return self.reject(RejectReason.NO_FAIL_TO_PASS, why)
             suspects = {n for n in early if n not in set(covering) and not report.outcome_of(n).ok}
 
-            hidden = hide_tests(ws, f2p, profile.index, deletion.deleted)
+            # a stub keeps the names: imports of them stay; a file whose every test is hidden goes whole
+            hidden = hide_tests(ws, f2p, profile.index, deletion.deleted if deletion.strategy != "stub" else ())
+            hidden = _whole_files(hidden, f2p, profile.baseline.all_tests, repo)
             _write_files(ws, hidden.files_after)
             p2p = tuple(sorted(n for n in reliable - set(red_covering) if not hidden.hides(n)))
             if hidden.unmatched:
@@ -421,6 +423,27 @@ class _Validation:
         return audit_task_workspace(agent_ws, {k: v for k, v in deleted_sources.items() if v},
                                     env_dir=env_dir, image=image, allowed_text=(task.problem_statement,),
                                     image_cache=Path(self.settings.work_dir) / "audit-images")
+
+
+def _whole_files(hidden: Any, f2p: tuple[str, ...], all_tests: frozenset[str], repo: Path) -> Any:
+    """Remove, whole, every test file all of whose tests (as the baseline saw them) are FAIL_TO_PASS.
+
+    The static hiding cannot always see that (tests inherited from a mixin, a file that cannot even be
+    imported without the feature) and would leave a file that no longer collects.
+    """
+    by_file: dict[str, set[str]] = {}
+    for n in all_tests:
+        by_file.setdefault(n.split("::", 1)[0], set()).add(n)
+    whole = sorted(f for f in {n.split("::", 1)[0] for n in f2p}
+                   if by_file.get(f) and by_file[f] <= set(f2p) and (repo / f).is_file())
+    if not whole:
+        return hidden
+    before = {**hidden.files_before, **{f: (repo / f).read_text() for f in whole}}
+    after = {**hidden.files_after, **dict.fromkeys(whole)}
+    return dataclasses.replace(
+        hidden, files_before=before, files_after=after, hidden=tuple(dict.fromkeys((*hidden.hidden, *whole))),
+        removed_files=tuple(dict.fromkeys((*hidden.removed_files, *whole))),
+        unmatched=tuple(n for n in hidden.unmatched if n.split("::", 1)[0] not in whole))
 
 
 def _zeroing(res: Any) -> bool:
