@@ -15,6 +15,7 @@ Node ids that name no test function found statically (doctests, generated tests)
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -166,7 +167,10 @@ class _Scan(cst.CSTVisitor):
         self.strings.append((node.value, self._path()))
 
 
+@functools.lru_cache(maxsize=16)
 def _scan(text: str) -> _Scan:
+    """The test file's definitions and name uses; cached per text (read only: every candidate of a
+    repository scans the same test files again)."""
     scan = _Scan()
     MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True).visit(scan)
     return scan
