@@ -77,6 +77,8 @@ def test_image_holds_no_project_source_and_no_ca_bundle(both):
         "assert u.find_spec('mini') is None, 'project importable from the image'\n"
         "assert m.version('mini') == '1.2.3'\n"
         "assert not list(site.glob('mini*.py')) and not (site / 'mini').exists()\n"
+        "assert not (site / 'pip').exists() and not (site / 'setuptools').exists(), 'venv tools kept'\n"
+        "assert list(site.glob('_pytest/__pycache__/*.pyc')), 'dependencies not byte-compiled'\n"
         "assert not list(pathlib.Path('/').glob('*/ca.pem')) and not pathlib.Path('/tf').exists()\n"
         "print('clean')\n"
     )

@@ -6,6 +6,9 @@
 # (hash-based .pyc, not checked: the root filesystem of a run is read-only, so sources cannot change);
 # without it every run (PYTHONDONTWRITEBYTECODE, read-only root) recompiled pytest and coverage: ~1 s.
 # A file that does not compile (py2 leftovers in some sdists) just keeps no byte code.
+# pip, setuptools and wheel (put there by ``venv``) are removed unless pinned, as the local sandbox's venvs
+# (created --without-pip) do not have them: both backends then hold the same files (the leak audit
+# searches them; an extra pip made the docker backend reject tasks the local one accepted).
 FROM $base_image AS build
 COPY build/ /tf/
 RUN set -eu; \
@@ -15,6 +18,11 @@ RUN set -eu; \
     PIP_DISABLE_PIP_VERSION_CHECK=1 $venv/bin/python -m pip install --no-cache-dir --no-input \
         --progress-bar off -r /tf/requirements.txt; \
     $venv/bin/python /tf/install_dist_info.py /tf/dist-info; \
+    for tool in wheel setuptools pip; do \
+        if ! grep -qi "^$$tool==" /tf/requirements.txt; then \
+            $venv/bin/python -m pip uninstall -y -q $$tool 2>/dev/null || true; \
+        fi; \
+    done; \
     find $venv -name __pycache__ -prune -exec rm -rf {} +; \
     $venv/bin/python -m compileall -q -j 0 --invalidation-mode unchecked-hash $venv/lib >/dev/null || true
 
