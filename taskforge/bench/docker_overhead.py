@@ -11,6 +11,7 @@ time in its report. Target (issue 5): p50 overhead <= 1 s.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import tempfile
 import textwrap
@@ -95,6 +96,10 @@ def measure(runs: int, settings: Settings, repo: Path | None = None, spec: EnvSp
         "p50_phase_s": {k: round(statistics.median(getattr(t, k) for t in timings), 3)
                         for k in ("create", "copy", "execute", "remove")},
         "p50_local_wall_s": local_p50,  # the same run in the local sandbox, for reference
+        # what docker adds over the local sandbox (both pay interpreter + pytest start-up)
+        "p50_over_local_s": round(statistics.median(t.wall for t in timings) - local_p50, 3) if local_p50 else None,
+        "load_avg_1m": round(os.getloadavg()[0], 2),  # CPU contention during the measurement
+        "cpus": os.cpu_count(),
         "target_p50_overhead_s": 1.0,
         "timings": [asdict(t) for t in timings],
     }
@@ -156,5 +161,6 @@ def register(bench_app: typer.Typer) -> None:
         console.print(f"docker overhead over {runs} runs of {summary['image']}: "
                       f"p50 {summary['p50_overhead_s']:.3f}s, p95 {summary['p95_overhead_s']:.3f}s "
                       f"(target p50 <= 1s); p50 wall {summary['p50_wall_s']:.3f}s, "
-                      f"p50 test time {summary['p50_test_s']:.3f}s; local sandbox p50 wall {summary['p50_local_wall_s']}s; "
-                      f"phases p50 {summary['p50_phase_s']}")
+                      f"p50 test time {summary['p50_test_s']:.3f}s; local sandbox p50 wall {summary['p50_local_wall_s']}s "
+                      f"(docker adds {summary['p50_over_local_s']}s); phases p50 {summary['p50_phase_s']}; "
+                      f"load average {summary['load_avg_1m']} on {summary['cpus']} CPUs")
