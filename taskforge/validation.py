@@ -17,9 +17,11 @@ PASS_TO_PASS tests of the *modified* test files (test files the hiding edited bu
    graded, in the repository's one environment (never rebuilt; each grading gets a fresh workspace):
    repeat 1 grades the empty patch on the full FAIL_TO_PASS + PASS_TO_PASS set (score 0, every hidden
    test red, every PASS_TO_PASS green: contract 1 and 3), then the gold patch on FAIL_TO_PASS + the
-   affected PASS_TO_PASS (score 1: contract 2 and 4). Repeats after the first grade both patches on
+   affected PASS_TO_PASS (score 1: contract 2 and 4). Repeats after the first grade the empty patch on
    FAIL_TO_PASS + affected only, and re-run the affected tests of the modified files on the agent's
-   workspace. Why the other tests need no second run: a test that executes no changed line, from a
+   workspace; the gold patch is graded again only when the baseline has fewer runs than the repeats
+   asked for: with the gold patch every file is the original, so the baseline's N runs (every
+   FAIL_TO_PASS test is reliable: it passed in all of them) already are its repeats. Why the other tests need no second run: a test that executes no changed line, from a
    test file that is byte-identical everywhere, runs the very code the baseline ran N times and the
    empty-patch grading ran once more under the same grading harness; with the gold patch the code it
    runs is the original, i.e. the baseline's. PASS_TO_PASS tests red in the empty-patch grading (e.g. a
@@ -83,6 +85,23 @@ def _prepared_env(profile_dir: str, sandbox: Any) -> Any:
     if profile.env.backend == sandbox.name:
         return profile.env
     return sandbox.prepare(profile.spec, profile.repo_dir)
+
+
+QUIET = ("--tb=no",)  # validation reads outcomes only: formatting 100 tracebacks costs more than the tests
+
+
+class _Quiet:
+    """The sandbox, with ``--tb=no`` appended to every run: outcomes, canaries and reports are unchanged."""
+
+    def __init__(self, sandbox: Any) -> None:
+        self.sandbox = sandbox
+        self.name = sandbox.name
+
+    def prepare(self, spec: Any, repo_dir: Path) -> Any:
+        return self.sandbox.prepare(spec, repo_dir)
+
+    def run(self, env: Any, workspace: Path, request: Any) -> Any:
+        return self.sandbox.run(env, workspace, dataclasses.replace(request, tests=(*request.tests, *QUIET)))
 
 
 class _FixedEnv:
@@ -174,7 +193,7 @@ class _Validation:
         from sandboxes.protocol import RunRequest
 
         t = time.monotonic()
-        request = RunRequest(tests=() if self.naive else tests, timeout_s=self.settings.test_timeout_s)
+        request = RunRequest(tests=() if self.naive else (*tests, *QUIET), timeout_s=self.settings.test_timeout_s)
         out = self.sandbox.run(self.env_for_run(), workspace, request)
         elapsed = time.monotonic() - t
         self.test_seconds += elapsed
@@ -199,7 +218,8 @@ class _Validation:
         from taskforge.reward import reward
 
         t = time.monotonic()
-        res = reward(task, patch, sandbox=self.sandbox, trees=trees, settings=self.settings,
+        res = reward(task, patch, sandbox=self.sandbox if self.naive else _Quiet(self.sandbox), trees=trees,
+                     settings=self.settings,
                      envs=_FixedEnv(self.env_for_run()))  # type: ignore[arg-type]
         self.test_seconds += time.monotonic() - t
         return res
@@ -371,6 +391,8 @@ class _Validation:
                 report = self.run_tests(ws, self.repeat_hidden, "p2p_broken", repeat)
                 if not report.all_ok(self.repeat_hidden):
                     return self.reject(RejectReason.UNSTABLE, f"p2p_broken repeat {repeat} disagrees")
+            if repeat > 1 and not self.naive and self.profile.baseline.runs >= self.settings.validation_repeats:
+                continue  # the gold code is the original: the baseline's N runs are its repeats (docstring)
             gold_p2p = task.pass_to_pass if self.naive else tuple(sorted(set(affected_p2p) | red_in_empty))
             graded = dataclasses.replace(task, pass_to_pass=gold_p2p)
             res = self.grade(graded, task.patch, trees)

@@ -10,7 +10,8 @@ in this process:
   copy of the environment (``taskforge.validation`` mode ``naive``);
 - ``default``: cheapest checks first, coverage-selected tests, one environment per repository.
 
-CPU is user + sys of this process and its children (``resource.getrusage`` SELF + CHILDREN), measured
+Tasks go to an in-memory sink instead of the dataset writer (parquet, card figures: a per-dataset cost,
+not validation). CPU is user + sys of this process and its children (``resource.getrusage`` SELF + CHILDREN), measured
 around each mode, so a machine loaded by others inflates wall time but not the comparison. The unit
 "one full-suite run" is the CPU of one plain whole-suite run of the repository through its sandbox
 (median of 3). Printed per mode: validated tasks per CPU-minute; per repository: CPU of one accepted
@@ -90,7 +91,6 @@ def suite_cpu(profile: Any, settings: Any, repeats: int = 3) -> float:
 def measure(sources: Sequence[str], settings: Any, max_candidates: int, strategies: tuple[str, ...],
             say: Any = print) -> dict[str, Any]:
     """Profile each source once, then validate its first ``max_candidates`` candidates in both modes."""
-    from taskforge.dataset.writer import DatasetWriter
     from taskforge.executors import SyncExecutor
     from taskforge.pipeline import GenerateOptions, ProfileJob, profile_source, run_source
     from taskforge.validation import load_profile
@@ -114,13 +114,10 @@ def measure(sources: Sequence[str], settings: Any, max_candidates: int, strategi
                 out = Path(tmp, f"{prof.snapshot.slug}-{mode}")
                 options = GenerateOptions(strategies=strategies, max_candidates=max_candidates, mode=mode)
                 start, c1 = time.monotonic(), cpu_seconds()
-                with DatasetWriter(out) as writer:
-                    summary = run_source(prof_out, out, settings, options, SyncExecutor(), writer,
-                                         lambda _e, _d: None)
+                sink = _TaskSink()
+                summary = run_source(prof_out, out, settings, options, SyncExecutor(), sink, lambda _e, _d: None)
                 cpu, wall = cpu_seconds() - c1, time.monotonic() - start
-                ids = sorted(json.loads(p.read_text())["candidate_id"] for p in (out / ".journal").rglob("*.json")
-                             if json.loads(p.read_text()).get("task"))
-                accepted[mode] = ids
+                accepted[mode] = sorted(t.instance_id for t in sink.tasks)
                 tasks = summary.tasks
                 units = cpu / unit if unit > 0 else 0.0
                 row[mode] = {"tasks": tasks, "candidates": min(max_candidates, summary.candidates),
@@ -150,6 +147,22 @@ def measure(sources: Sequence[str], settings: Any, max_candidates: int, strategi
         "load_avg": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(),
         "max_candidates": max_candidates, "repos": repos,
     }
+
+
+class _TaskSink:
+    """Stands in for the dataset writer: the benchmark measures validation, not parquet and card rendering."""
+
+    def __init__(self) -> None:
+        self.tasks: list[Any] = []
+
+    def add_repo_archive(self, *args: Any) -> None:
+        return None
+
+    def add(self, task: Any) -> None:
+        self.tasks.append(task)
+
+    def record_run(self, *args: Any) -> None:
+        return None
 
 
 def register(bench_app: typer.Typer) -> None:
