@@ -25,9 +25,11 @@ demo: venv
 	$(VENV)/bin/taskforge generate $(DEMO_SOURCE) --out $(DEMO_OUT) --sandbox local --max-tasks 6
 	@echo "demo dataset written to $(DEMO_OUT) (open $(DEMO_OUT)/README.md)"
 
-# The whole suite, slow/real-repo/docker/ray/browser tests included.
+# The whole suite, slow/real-repo/docker/ray/browser tests included. Most of its time is spent in test
+# subprocesses (sandboxed pytest runs), so two workers keep both cores busy; a file stays on one worker.
+TEST_WORKERS ?= 2
 test: venv host
-	$(PY) -m pytest -m "" -p no:cacheprovider --durations=30 $(PYTEST_ARGS)
+	$(PY) -m pytest -m "" -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=40 $(PYTEST_ARGS)
 
 # Unit tests only: no network, no docker, seconds.
 test-fast: venv
