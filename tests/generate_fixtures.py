@@ -221,7 +221,7 @@ def main(argv: list[str]) -> int:
     src, out, work = argv[1:4]
     settings = Settings.load({"work_dir": work, "baseline_runs": 2, "test_timeout_s": 300})
     validated = []
-    generate([src], Path(out), settings, GenerateOptions(), SyncExecutor(),
+    generate([src], Path(out), settings, GenerateOptions(max_candidates=6), SyncExecutor(),
              emit=lambda event, data: validated.append(data) if event == "candidate" else None, sandbox=HostSandbox())
     print(f"validated {len(validated)}", flush=True)
     return 0

@@ -41,6 +41,7 @@ def _rows(out: Path) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)  # three pipeline runs; minutes on a loaded 2-core machine
 def test_sigkill_at_a_random_point_then_rerun_gives_the_uninterrupted_dataset(tmp_path):
     src = make_mini_project(tmp_path / "minipkg")
     start = time.monotonic()
