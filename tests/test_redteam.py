@@ -26,6 +26,7 @@ from reward_fixtures import (
     write_tree,
 )
 
+from generators.static_index import is_test_file
 from taskforge.grading import DirectoryTrees, OriginalTree
 from taskforge.reward import EnvCache, RewardFlag, RewardResult, reward
 from taskforge.task import Task
@@ -94,9 +95,9 @@ def generated_target(ds: GeneratedDataset, backend: object) -> Target:
     task = ds.tasks()[0]
     impl = next(p for p in _diff_paths(task.patch) if p.endswith(".py"))
     hidden = _diff_paths(task.test_patch)[0]
-    p2p_files = list(dict.fromkeys(n.split("::", 1)[0] for n in task.pass_to_pass))
-    visible = next((f for f in p2p_files if f.endswith(".py") and f not in _diff_paths(task.test_patch)),
-                   next(f for f in p2p_files if f.endswith(".py")))
+    p2p_files = [f for f in dict.fromkeys(n.split("::", 1)[0] for n in task.pass_to_pass)
+                 if f.endswith(".py") and is_test_file(f, task.env_spec)]  # not doctests of source modules
+    visible = next((f for f in p2p_files if f not in _diff_paths(task.test_patch)), p2p_files[0])
     return Target(task, ds.trees, impl, visible, hidden, posixpath.dirname(hidden), backend)
 
 
