@@ -147,7 +147,11 @@ def _files(root: Path) -> dict[str, str]:
 def _test_file_set(task: Task, original: dict[str, str]) -> set[str]:
     """Original files the verifier restores: test locations, every conftest.py, root pytest config."""
     prefixes = [p.strip("/") for p in task.env_spec.test_paths if p.strip("/") not in ("", ".")]
-    wanted = {n.split("::", 1)[0] for n in task.fail_to_pass + task.pass_to_pass}
+    from generators.static_index import is_test_file
+
+    # test ids of source modules (doctests) name project code, not test files: never restore those
+    wanted = {f for n in task.fail_to_pass + task.pass_to_pass
+              if is_test_file(f := n.split("::", 1)[0], task.env_spec)}
     out = set()
     for rel in original:
         if (rel in wanted or rel in ROOT_CONFIG_FILES or rel.rsplit("/", 1)[-1] == "conftest.py"
