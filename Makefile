@@ -26,10 +26,11 @@ demo: venv
 	@echo "demo dataset written to $(DEMO_OUT) (open $(DEMO_OUT)/README.md)"
 
 # The whole suite, slow/real-repo/docker/ray/browser tests included. Most of its time is spent in test
-# subprocesses (sandboxed pytest runs), so two workers keep both cores busy; a file stays on one worker.
+# subprocesses (sandboxed pytest runs), so two workers keep both cores busy; a file stays on one
+# worker and all docker tests share one (tests/conftest.py).
 TEST_WORKERS ?= 2
 test: venv host
-	$(PY) -m pytest -m "" -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=40 $(PYTEST_ARGS)
+	$(PY) -m pytest -m "" -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup --durations=40 $(PYTEST_ARGS)
 
 # Unit tests only: no network, no docker, seconds.
 test-fast: venv

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from taskforge.pyparse import parse
 from taskforge.testreport import Outcome, TestReport
 
 _PLUGIN_TEMPLATE = Path(__file__).with_name("grading_plugin.py")
@@ -120,7 +121,7 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, src_root: st
             continue
         try:
             source = path.read_text(encoding="utf-8")
-            tree = ast.parse(source)
+            tree = parse(source)
         except (SyntaxError, UnicodeDecodeError, ValueError):
             continue
         hosts.append((rel, source, tree))

@@ -24,6 +24,7 @@ from typing import Protocol
 from _pytest.config.findpaths import load_config_dict_from_file
 
 from taskforge.patch_guard import ProtectedPaths, symlinks_in
+from taskforge.pyparse import parse
 from taskforge.task import Task
 
 CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")  # pytest's order
@@ -84,7 +85,7 @@ def plugin_modules(original: Path, src_roots: Iterable[str]) -> set[str]:
         if Path(rel).name != "conftest.py" or path.is_symlink():
             continue
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
+            tree = parse(path.read_text(encoding="utf-8"))
         except (SyntaxError, UnicodeDecodeError, ValueError):
             continue
         for node in ast.walk(tree):
