@@ -15,17 +15,20 @@ import json
 from collections.abc import Iterable, Iterator
 from functools import reduce
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 
 from taskforge.dataset.manifest import FUNNEL, MANIFEST, FileEntry, Manifest, read_manifest
 from taskforge.dataset.repos import broken_workspace, extract_original, repo_archive_path
 from taskforge.dataset.schema import ROW_SCHEMA, SCHEMA_VERSION, row_to_task
 from taskforge.errors import DatasetError
 from taskforge.task import Task
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as pads
 
 
 def task_filter(*, repo: str | None = None, strategy: str | None = None, tier: int | None = None,
@@ -85,17 +88,25 @@ class Dataset:
 
     def arrow(self) -> pads.Dataset:
         """The shards as one ``pyarrow.dataset.Dataset`` (lazy; use for scans and projections)."""
+        import pyarrow.dataset as pads  # here, not at the top: it imports pandas (~0.5 s)
+
         return pads.dataset([str(p) for p in self.shard_paths], format="parquet", schema=ROW_SCHEMA)
 
     def table(self, columns: list[str] | None = None, where: pc.Expression | None = None) -> pa.Table:
         if not self.manifest.shards:
             return ROW_SCHEMA.empty_table().select(columns) if columns else ROW_SCHEMA.empty_table()
-        return self.arrow().to_table(columns=columns, filter=where)
+        if where is not None:
+            return self.arrow().to_table(columns=columns, filter=where)
+        # Whole shards need no dataset scanner: plain parquet reads keep `report` and `show` quick to start.
+        return pa.concat_tables([pq.ParquetFile(p).read(columns=columns) for p in self.shard_paths])
 
     def iter_tasks(self, where: pc.Expression | None = None, batch_size: int = 64) -> Iterator[Task]:
         if not self.manifest.shards:
             return
-        for batch in self.arrow().to_batches(filter=where, batch_size=batch_size):
+        batches: Iterable[pa.RecordBatch] = (
+            self.arrow().to_batches(filter=where, batch_size=batch_size) if where is not None
+            else (b for p in self.shard_paths for b in pq.ParquetFile(p).iter_batches(batch_size=batch_size)))
+        for batch in batches:
             for row in batch.to_pylist():
                 yield row_to_task(row)
 
