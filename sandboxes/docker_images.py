@@ -135,6 +135,14 @@ def tar_directory(root: Path, arcname: str, *, uid: int = 0, exclude: Iterable[s
     return buf.getvalue()
 
 
+def recorded_base_image(image: Any) -> str | None:
+    """The base image id an environment image records in its label (``None``: not a taskforge image)."""
+    try:
+        return str(json.loads((image.labels or {})[LABEL])["extra"]["base_image_id"]) or None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 class EnvImages:
     """Builds and caches environment images through the docker SDK."""
 

@@ -12,6 +12,9 @@ Channels searched (each a ``LeakHit.channel``):
 - ``environment``: every file of the virtualenv the tests run in (local sandbox).
 - ``image``: every file of every layer of the environment image (docker sandbox), read from the
   docker SDK's ``image.save()`` stream: a file deleted in a later layer is still in an earlier one.
+  The layers of the base image (``base_image``: a setting, built before any repository is seen) are
+  not searched, as the local sandbox does not search the system interpreter: the Python standard
+  library holds lines that a deleted body may share, and a match there is not a leak of the task.
 
 ``audit_task_workspace`` is the entry point for the generator (a hit => ``RejectReason.LEAK_FOUND``)
 and the ``taskforge audit`` command. Files larger than ``leak_scan.MAX_BLOB`` are not read (native
@@ -31,7 +34,7 @@ from urllib.parse import unquote
 
 from taskforge.fingerprints import FingerprintSet, fingerprint
 from taskforge.git_objects import GitStoreUnreadable, iter_git_objects, pointer_hits
-from taskforge.image_files import cached_image_dir, iter_image_files
+from taskforge.image_files import SavedImage, base_layer_ids, cached_image_dir, cached_layer_ids
 from taskforge.leak_scan import Scanner
 from taskforge.scrub import TYPECHECKER_CACHES, is_artefact_dir, stub_declarations
 from taskforge.task import AuditResult, LeakHit
@@ -43,26 +46,27 @@ READ_THREADS = 8
 def audit_task_workspace(workspace: Path | str, deleted_sources: Mapping[str, str],
                          env_dir: Path | str | None = None, image: Any = None, *,
                          allowed_text: Iterable[str] = (), docker_client: Any = None,
-                         image_cache: Path | str | None = None) -> AuditResult:
+                         image_cache: Path | str | None = None, base_image: Any = None) -> AuditResult:
     """Fingerprint ``deleted_sources`` (qualname -> original source) against the workspace, then audit.
 
     ``allowed_text``: what the agent is given anyway (problem statement); fingerprints in it are
     dropped. ``env_dir``: the virtualenv (local sandbox); ``image``: an image tag or docker SDK
     ``Image`` (docker sandbox); ``docker_client`` defaults to ``docker.from_env()``;
     ``image_cache``: a folder where each image's layers are extracted once and reused by later
-    audits (``None``: stream ``image.save()`` every time).
+    audits (``None``: stream ``image.save()`` every time); ``base_image``: the image ``image`` was
+    built from, whose layers are not searched (``None``: search every layer).
     """
     start = time.perf_counter()
     workspace = Path(workspace)
     fps = fingerprint(deleted_sources, _remaining_code(workspace), allowed_text)
     result = audit(workspace, fps, env_dir=env_dir, image=image, docker_client=docker_client,
-                   image_cache=image_cache)
+                   image_cache=image_cache, base_image=base_image)
     return AuditResult(result.channels, result.hits, result.fingerprints, time.perf_counter() - start)
 
 
 def audit(workspace: Path | None, fps: FingerprintSet, *, env_dir: Path | str | None = None,
           image: Any = None, docker_client: Any = None, git: bool = True,
-          image_cache: Path | str | None = None) -> AuditResult:
+          image_cache: Path | str | None = None, base_image: Any = None) -> AuditResult:
     """Search every channel given for ``fps``; ``AuditResult.passed`` is True when nothing was found.
 
     ``git=False`` skips the workspace's git store (only to measure channels apart: a task's audit
@@ -85,14 +89,25 @@ def audit(workspace: Path | None, fps: FingerprintSet, *, env_dir: Path | str | 
         hits.extend(_git_hits(Path(env_dir), scanner, "environment", pointers=False))  # VCS checkouts
     if image is not None:
         channels.append("image")
-        if image_cache is not None:
-            extracted = cached_image_dir(image, Path(image_cache), docker_client, scanner.wants)
-            hits.extend(LeakHit("image", h.path.replace("/", ":/", 1), h.evidence)
-                        for h in _tree_hits("image", extracted, scanner))
-        else:
-            for path, data in iter_image_files(image, docker_client, scanner.wants):
-                hits.extend(LeakHit("image", _join(path, h.where), h.evidence()) for h in scanner.scan(data, path))
+        hits.extend(_image_hits(image, scanner, docker_client, image_cache, base_image))
     return AuditResult(tuple(channels), tuple(hits), len(fps), time.perf_counter() - start)
+
+
+def _image_hits(image: Any, scanner: Scanner, client: Any, image_cache: Path | str | None,
+                base_image: Any) -> list[LeakHit]:
+    """Hits in the image's layers (paths ``<layer>:/<path>``), the base image's layers left out."""
+    skip = base_layer_ids(image, base_image, client)
+    if image_cache is not None:
+        extracted = cached_image_dir(image, Path(image_cache), client, scanner.wants)
+        diff_ids = cached_layer_ids(extracted)
+        return [LeakHit("image", f"{layer.name}:/{h.path}", h.evidence)
+                for layer in sorted(d for d in extracted.iterdir() if d.is_dir())
+                if diff_ids.get(layer.name) not in skip
+                for h in _tree_hits("image", layer, scanner)]
+    saved = SavedImage(image, client)
+    found = [LeakHit("image", _join(path, h.where), h.evidence())
+             for path, data in saved.files(scanner.wants) for h in scanner.scan(data, path)]
+    return [h for h in found if saved.diff_ids.get(h.path.split(":/", 1)[0]) not in skip]
 
 
 def _join(path: str, where: str) -> str:

@@ -9,6 +9,7 @@ that added it: what the agent could recover with ``docker save`` is what the aud
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import tarfile
@@ -56,26 +57,77 @@ def resolve_image(image: Any, client: Any = None) -> Any:
                            "engine or audit with --sandbox local") from exc
 
 
+class SavedImage:
+    """One pass over ``image.save()``: ``files()`` yields every layer's files; once it is exhausted,
+    ``diff_ids`` maps each layer label (as in the yielded paths) to the layer's diff id.
+
+    The save stream names layers by a legacy v1 id (classic format) or a blob digest (OCI), and its
+    ``manifest.json``, which orders them, comes last: the mapping to ``RootFS.Layers`` is known only at
+    the end of the stream.
+    """
+
+    def __init__(self, image: Any, client: Any = None) -> None:
+        self.image = resolve_image(image, client)
+        self.diff_ids: dict[str, str] = {}
+
+    def files(self, wants: Callable[[int], bool] = lambda size: True) -> Iterator[tuple[str, bytes]]:
+        stream = io.BufferedReader(_ChunkStream(self.image.save(named=False)), buffer_size=1 << 20)
+        with tarfile.open(fileobj=stream, mode="r|") as outer:
+            for member in outer:
+                if not member.isfile():
+                    continue
+                name = member.name
+                fileobj = outer.extractfile(member)
+                if fileobj is None:
+                    continue
+                if name == "manifest.json":
+                    self._read_manifest(fileobj.read())
+                elif name.endswith("layer.tar") or name.startswith("blobs/"):
+                    yield from _layer_files(_layer_label(name), fileobj, wants)
+
+    def _read_manifest(self, data: bytes) -> None:
+        try:
+            layers = json.loads(data)[0]["Layers"]
+        except (ValueError, LookupError, TypeError):
+            return
+        diff_ids = _diff_ids(self.image)
+        if len(layers) == len(diff_ids):
+            self.diff_ids = {_layer_label(name): d for name, d in zip(layers, diff_ids, strict=True)}
+
+
 def iter_image_files(image: Any, client: Any = None,
                      wants: Callable[[int], bool] = lambda size: True) -> Iterator[tuple[str, bytes]]:
     """``(layer/path, content)`` of every regular file in every layer of ``image``."""
+    yield from SavedImage(image, client).files(wants)
+
+
+def base_layer_ids(image: Any, base_image: Any, client: Any = None) -> frozenset[str]:
+    """Diff ids of ``image``'s layers that come from ``base_image`` (the image it was built ``FROM``).
+
+    Empty when ``base_image`` is None, cannot be read, or is not the image's base (its layers are
+    not a prefix of the image's): then every layer is searched.
+    """
+    if not base_image:
+        return frozenset()
     img = resolve_image(image, client)
-    stream = io.BufferedReader(_ChunkStream(img.save(named=False)), buffer_size=1 << 20)
-    with tarfile.open(fileobj=stream, mode="r|") as outer:
-        for member in outer:
-            if not member.isfile():
-                continue
-            name = member.name
-            if not (name.endswith("layer.tar") or name.startswith("blobs/")):
-                continue
-            fileobj = outer.extractfile(member)
-            if fileobj is None:
-                continue
-            yield from _layer_files(name, fileobj, wants)
+    try:
+        base = resolve_image(base_image, client)
+    except SandboxError:
+        return frozenset()
+    ours, theirs = _diff_ids(img), _diff_ids(base)
+    return frozenset(theirs) if theirs and ours[:len(theirs)] == theirs else frozenset()
 
 
-def _layer_files(layer: str, fileobj: Any, wants: Callable[[int], bool]) -> Iterator[tuple[str, bytes]]:
-    label = layer.split("/")[-2] if layer.endswith("layer.tar") else layer.rsplit("/", 1)[-1]
+def _diff_ids(image: Any) -> list[str]:
+    return list(((getattr(image, "attrs", None) or {}).get("RootFS") or {}).get("Layers") or [])
+
+
+def _layer_label(name: str) -> str:
+    """The short label of a layer member of a save stream (``<v1 id>/layer.tar`` or ``blobs/sha256/<hex>``)."""
+    return (name.split("/")[-2] if name.endswith("layer.tar") else name.rsplit("/", 1)[-1])[:12]
+
+
+def _layer_files(label: str, fileobj: Any, wants: Callable[[int], bool]) -> Iterator[tuple[str, bytes]]:
     try:
         inner = tarfile.open(fileobj=fileobj, mode="r|*")
     except tarfile.TarError:
@@ -87,7 +139,7 @@ def _layer_files(layer: str, fileobj: Any, wants: Callable[[int], bool]) -> Iter
                     continue
                 f = inner.extractfile(member)
                 if f is not None:
-                    yield f"{label[:12]}:/{member.name.lstrip('./')}", f.read()
+                    yield f"{label}:/{member.name.lstrip('./')}", f.read()
         except tarfile.TarError:
             return
 
@@ -118,28 +170,36 @@ def iter_final_files(image: Any, client: Any = None,
         container.remove(force=True)
 
 
+LAYERS_FILE = "layers.json"  # in an extracted image: {layer label: diff id}
+
+
 def cached_image_dir(image: Any, cache_root: Path, client: Any = None,
                      wants: Callable[[int], bool] = lambda size: True) -> Path:
     """Every layer's files of ``image`` extracted once under ``cache_root/<image id>/<layer>/...``.
 
     Tasks of one repository share one environment image: the first audit pays for ``image.save()``,
-    the others search the extracted layers like a directory. Written to a temporary directory and
-    renamed, so concurrent audits never see half an extraction.
+    the others search the extracted layers like a directory. ``layers.json`` beside the layer
+    folders maps each to its diff id. Written to a temporary directory and renamed, so concurrent
+    audits never see half an extraction.
     """
     img = resolve_image(image, client)
     target = Path(cache_root) / img.id.replace("sha256:", "")[:24]
-    if target.is_dir():
+    if (target / LAYERS_FILE).is_file():
         return target
     Path(cache_root).mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=cache_root))
     try:
-        for label, data in iter_image_files(img, client, wants):
+        saved = SavedImage(img, client)
+        for label, data in saved.files(wants):
             layer, path = label.split(":/", 1)
             dest = tmp / layer / path
             if not dest.resolve().is_relative_to(tmp.resolve()):
                 continue
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(data)
+        (tmp / LAYERS_FILE).write_text(json.dumps(saved.diff_ids, sort_keys=True))
+        if target.is_dir() and not (target / LAYERS_FILE).is_file():
+            shutil.rmtree(target, ignore_errors=True)  # extracted by an older taskforge, without layers.json
         try:
             os.rename(tmp, target)
         except OSError:  # another audit finished first: keep its copy
@@ -148,3 +208,11 @@ def cached_image_dir(image: Any, cache_root: Path, client: Any = None,
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
+
+
+def cached_layer_ids(extracted: Path) -> dict[str, str]:
+    """``{layer label: diff id}`` of an image extracted by ``cached_image_dir``."""
+    try:
+        return dict(json.loads((Path(extracted) / LAYERS_FILE).read_text()))
+    except (OSError, ValueError):
+        return {}

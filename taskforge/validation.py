@@ -444,7 +444,8 @@ class _Validation:
         image = self.env.location if self.env.backend == "docker" else None
         return audit_task_workspace(agent_ws, {k: v for k, v in deleted_sources.items() if v},
                                     env_dir=env_dir, image=image, allowed_text=(task.problem_statement,),
-                                    image_cache=Path(self.settings.work_dir) / "audit-images")
+                                    image_cache=Path(self.settings.work_dir) / "audit-images",
+                                    base_image=self.env.extra.get("base_image_id") if image else None)
 
 
 def _whole_files(hidden: Any, f2p: tuple[str, ...], all_tests: frozenset[str], repo: Path) -> Any:

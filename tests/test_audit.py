@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import marshal
@@ -162,12 +163,18 @@ def test_environment_dir_and_pth_pointer(task: LeakTask, tmp_path: Path) -> None
                                       f"{task.original_module}"]
 
 
+def _layer_id(i: int) -> str:
+    return f"{i:x}" * 64  # the legacy v1 id a classic docker-save stream names layer i by
+
+
 class _FakeImage:
     """The docker SDK seam: ``save()`` yields a docker-save tar in chunks (classic layer.tar format)."""
 
-    def __init__(self, layers: list[dict[str, bytes]]) -> None:
-        self.id = "sha256:fake"
-        self._layers = layers
+    def __init__(self, layers: list[dict[str, bytes]], base: _FakeImage | None = None) -> None:
+        self._layers = (base._layers if base else []) + layers
+        diff_ids = [f"sha256:{hashlib.sha256(repr(sorted(f.items())).encode()).hexdigest()}" for f in self._layers]
+        self.id = f"sha256:{hashlib.sha256(repr(diff_ids).encode()).hexdigest()}"
+        self.attrs = {"RootFS": {"Type": "layers", "Layers": diff_ids}}
 
     def save(self, named: bool = False, chunk_size: int = 4096):  # type: ignore[no-untyped-def]
         outer = io.BytesIO()
@@ -179,11 +186,11 @@ class _FakeImage:
                         info = tarfile.TarInfo(name)
                         info.size = len(data)
                         ltf.addfile(info, io.BytesIO(data))
-                info = tarfile.TarInfo(f"{i:064x}/layer.tar")
+                info = tarfile.TarInfo(f"{_layer_id(i)}/layer.tar")
                 info.size = layer.tell()
                 layer.seek(0)
                 otf.addfile(info, layer)
-            manifest = b"[]"
+            manifest = json.dumps([{"Layers": [f"{_layer_id(i)}/layer.tar" for i in range(len(self._layers))]}]).encode()
             info = tarfile.TarInfo("manifest.json")
             info.size = len(manifest)
             otf.addfile(info, io.BytesIO(manifest))
@@ -197,7 +204,7 @@ def test_image_layers_even_when_a_later_layer_deletes_the_file(task: LeakTask) -
                         {f"{site}/minipkg/.wh.textops.py": b""}])
     result = _audit(task, image=leaky)
     assert "image" in result.channels
-    assert [h.path for h in result.hits] == [f"{0:064x}"[:12] + f":/{site}/minipkg/textops.py"]
+    assert [h.path for h in result.hits] == [_layer_id(0)[:12] + f":/{site}/minipkg/textops.py"]
     assert _audit(task, image=_FakeImage([{f"{site}/other.py": b"x = 1\n"}])).passed
 
 
@@ -206,11 +213,29 @@ def test_image_cache_extracts_layers_once(task: LeakTask, tmp_path: Path) -> Non
     leaky = _FakeImage([{f"{site}/minipkg/textops.py": task.original_module.read_bytes()},
                         {f"{site}/minipkg/.wh.textops.py": b""}])
     first = _audit(task, image=leaky, image_cache=tmp_path / "cache")
-    expected = [f"{0:064x}"[:12] + f":/{site}/minipkg/textops.py"]
+    expected = [_layer_id(0)[:12] + f":/{site}/minipkg/textops.py"]
     assert [h.path for h in first.hits] == expected
     leaky.save = None  # type: ignore[method-assign]  # a second audit must not read the image again
     assert [h.path for h in _audit(task, image=leaky, image_cache=tmp_path / "cache").hits] == expected
     assert len(list((tmp_path / "cache").iterdir())) == 1
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_base_image_layers_are_not_searched(task: LeakTask, tmp_path: Path, cached: bool) -> None:
+    """The base image (a setting, built before any repository) is not searched, like the local sandbox's
+    system interpreter; the layers the environment image adds on top still are."""
+    site = "usr/lib/python3.11/site-packages"
+    base = _FakeImage([{"usr/lib/python3.11/textops_twin.py": task.original_module.read_bytes()}])
+    env = _FakeImage([{f"{site}/other.py": b"x = 1\n"}], base=base)
+    cache = tmp_path / "cache" if cached else None
+    assert _audit(task, image=env, image_cache=cache, base_image=base).passed
+    found = _audit(task, image=env, image_cache=cache)  # no base given: every layer is searched
+    assert [h.path for h in found.hits] == [_layer_id(0)[:12] + ":/usr/lib/python3.11/textops_twin.py"]
+    leaky_env = _FakeImage([{f"{site}/minipkg/textops.py": task.original_module.read_bytes()}], base=base)
+    hits = _audit(task, image=leaky_env, image_cache=cache, base_image=base).hits
+    assert [h.path for h in hits] == [_layer_id(1)[:12] + f":/{site}/minipkg/textops.py"]
+    stranger = _FakeImage([{"x.py": b"y = 2\n"}])  # not env's base: nothing is skipped
+    assert not _audit(task, image=env, image_cache=cache, base_image=stranger).passed
 
 
 def test_audit_cost_scales_to_thousands_of_files(task: LeakTask, tmp_path: Path) -> None:

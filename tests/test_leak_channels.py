@@ -299,3 +299,48 @@ def test_image_layers_through_docker_sdk(task: LeakTask, tmp_path: Path) -> None
     finally:
         for image in (leaky, clean):
             client.images.remove(image.id, force=True)
+
+
+@pytest.mark.docker
+def test_base_image_layers_are_left_out_on_a_real_engine(task: LeakTask, tmp_path: Path) -> None:
+    """An image built FROM a base: the base's layers are not searched when the base is named (as
+    ``generate`` and ``taskforge audit --images`` do from the environment image's label), the
+    layers added on top are, streamed or through the layer cache."""
+    docker = pytest.importorskip("docker")
+    try:
+        client = docker.from_env()
+        client.ping()
+    except Exception as exc:  # no engine: a visible skip, never a silent pass
+        pytest.skip(f"no Docker engine: {exc}")
+
+    def build(dockerfile: str, files: dict[str, bytes]) -> object:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tf:
+            for name, data in {"Dockerfile": dockerfile.encode(), **files}.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+        buf.seek(0)
+        image, _ = client.images.build(fileobj=buf, custom_context=True, rm=True, forcerm=True)
+        return image
+
+    body = task.original_module.read_bytes()
+    base = build("FROM scratch\nCOPY lib /usr/lib/python3.11\n", {"lib/twin.py": body})
+    clean_env = build(f"FROM {base.id}\nCOPY site /site\n", {"site/other.py": b"x = 1\n"})
+    leaky_env = build(f"FROM {base.id}\nCOPY site /site\n", {"site/inflection.py": body})
+    try:
+        for cache in (None, tmp_path / "cache"):
+            def run_audit(image: object, base_image: object = None, cache: Path | None = cache) -> AuditResult:
+                return audit_task_workspace(task.workspace, task.deleted, image=image, docker_client=client,
+                                            allowed_text=[task.problem], image_cache=cache, base_image=base_image)
+
+            assert run_audit(clean_env, base.id).passed
+            _assert_found(run_audit(clean_env), "image", "usr/lib/python3.11/twin.py")
+            hits = run_audit(leaky_env, base.id).hits
+            assert [h.path.split(":/", 1)[1] for h in hits] == ["site/inflection.py"]
+    finally:
+        for image in (leaky_env, clean_env, base):
+            try:
+                client.images.remove(image.id, force=True)
+            except docker.errors.ImageNotFound:
+                pass  # an untagged parent goes with its last child

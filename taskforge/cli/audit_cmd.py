@@ -23,8 +23,12 @@ from taskforge.task import AuditResult, LeakHit, Task
 
 
 def reaudit(data: Any, task: Task, *, env_dir: Path | None = None, image: Any = None,
-            docker_client: Any = None, git_mode: str = "fresh") -> AuditResult:
-    """Rebuild ``task``'s agent workspace from dataset ``data`` (a ``Dataset``) and audit it."""
+            docker_client: Any = None, git_mode: str = "fresh", image_cache: Path | None = None) -> AuditResult:
+    """Rebuild ``task``'s agent workspace from dataset ``data`` (a ``Dataset``) and audit it.
+
+    ``image``: the task's environment image; the layers of the base image it records in its label
+    are not searched (as in ``generate``); ``image_cache``: where image layers are extracted once.
+    """
     from taskforge.audit import audit_task_workspace
     from taskforge.fingerprints import entity_sources_in_tree
     from taskforge.scrub import scrub_workspace
@@ -35,12 +39,21 @@ def reaudit(data: Any, task: Task, *, env_dir: Path | None = None, image: Any = 
         deleted = entity_sources_in_tree(original, task.entities, task.env_spec.src_roots)
         missing = [q for q in task.entities if q not in deleted]
         scrub_workspace(workspace, task.entities, git_mode=git_mode)
+        base = _recorded_base(image, docker_client) if image is not None else None
         result = audit_task_workspace(workspace, deleted, env_dir=env_dir, image=image,
-                                      docker_client=docker_client, allowed_text=[task.problem_statement])
+                                      docker_client=docker_client, allowed_text=[task.problem_statement],
+                                      image_cache=image_cache, base_image=base)
     if missing:  # cannot fingerprint what cannot be found: the audit cannot prove the task clean
         hit = LeakHit("workspace", "", f"source of {', '.join(missing)} not found in the original tree")
         result = AuditResult(result.channels, (*result.hits, hit), result.fingerprints, result.seconds)
     return result
+
+
+def _recorded_base(image: Any, client: Any) -> str | None:
+    from sandboxes.docker_images import recorded_base_image
+    from taskforge.image_files import resolve_image
+
+    return recorded_base_image(resolve_image(image, client))
 
 
 def audit(
@@ -55,6 +68,7 @@ def audit(
 ) -> None:
     """Search every task's agent workspace (files + git store) and environment for the deleted code."""
     from taskforge.dataset.reader import Dataset
+    from taskforge.settings import Settings
 
     with user_errors():
         data = Dataset.open(dataset)
@@ -71,8 +85,10 @@ def audit(
                 raise SandboxError(f"--images needs a Docker engine, none answered ({exc}); start dockerd "
                                    "or drop --images") from exc
         start = time.monotonic()
+        image_cache = Settings.load().work_dir / "audit-images" if images else None  # layers extracted once per image
         results = [reaudit(data, t, env_dir=env_dir, image=(t.image_name or None) if images else None,
-                           docker_client=client, git_mode="none" if no_git else "fresh") for t in tasks]
+                           docker_client=client, git_mode="none" if no_git else "fresh",
+                           image_cache=image_cache) for t in tasks]
     elapsed = time.monotonic() - start
     table = Table(title=f"taskforge audit ({len(tasks)} tasks, {elapsed:.1f}s)")
     for head in ("instance_id", "channels", "fingerprints", "hits", "seconds", "stored", "verdict"):
