@@ -24,11 +24,13 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import string
 import tarfile
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -296,3 +298,66 @@ def _proxy_env() -> dict[str, str]:
     keys = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
             "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_DEFAULT_TIMEOUT")
     return {k: v for k in keys if (v := os.environ.get(k)) and "file://" not in v}
+
+
+@dataclass(frozen=True, slots=True)
+class PrunedImage:
+    image_id: str
+    tags: tuple[str, ...]
+    size_mb: int
+    reason: str
+    removed: bool = False
+    error: str = ""
+
+
+def prune_env_images(client: docker.DockerClient, *, older_than_days: float | None = None,
+                     everything: bool = False, dry_run: bool = False,
+                     repository: str = IMAGE_REPOSITORY, audit_cache: Path | None = None,
+                     stage_min_age_s: float = 600.0) -> list[PrunedImage]:
+    """Remove environment images that no run can use again, and what their builds left behind.
+
+    Always: images whose recorded base image is gone (the tag hashes the base id, so a new base
+    never hits them) and the dangling first stages of env builds (they hold the CA bundle and pip's
+    downloads) once ``stage_min_age_s`` old (a build in progress still needs its first stage). ``older_than_days``: also images created longer ago. ``everything``: every env image.
+    Images of a running container are kept (the engine refuses; reported as ``error``). The layer
+    extractions of removed images under ``audit_cache`` go too.
+    """
+    now = time.time()
+    present = {i.id for i in client.images.list()}
+    chosen: list[tuple[Any, str]] = []
+    for image in client.images.list(name=repository):
+        base = recorded_base_image(image)
+        if everything:
+            chosen.append((image, "all"))
+        elif base is not None and base not in present:
+            chosen.append((image, "its base image is gone"))
+        elif older_than_days is not None and now - _created(image) > older_than_days * 86400:
+            chosen.append((image, f"older than {older_than_days:g} days"))
+    for image in client.images.list(filters={"dangling": True}):
+        if (not image.tags and now - _created(image) >= stage_min_age_s
+                and any(VENV in (h.get("CreatedBy") or "") for h in image.history())):
+            chosen.append((image, "first stage of an env build"))
+    out = []
+    for image, reason in chosen:
+        entry = PrunedImage(image.id, tuple(image.tags), round(image.attrs.get("Size", 0) / 1e6), reason)
+        if not dry_run:
+            try:
+                client.images.remove(image.id, force=len(image.tags) > 1)
+                entry = PrunedImage(entry.image_id, entry.tags, entry.size_mb, reason, removed=True)
+            except docker.errors.ImageNotFound:
+                entry = PrunedImage(entry.image_id, entry.tags, entry.size_mb, reason, removed=True)
+            except docker.errors.APIError as exc:
+                entry = PrunedImage(entry.image_id, entry.tags, entry.size_mb, reason,
+                                    error=str(exc.explanation or exc)[:200])
+            if entry.removed and audit_cache is not None:
+                shutil.rmtree(Path(audit_cache) / image.id.replace("sha256:", "")[:24], ignore_errors=True)
+        out.append(entry)
+    return out
+
+
+def _created(image: Any) -> float:
+    stamp = str(image.attrs.get("Created", ""))[:19]
+    try:
+        return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return time.time()  # unknown age: never "old"

@@ -90,4 +90,34 @@ def register(app: typer.Typer) -> None:
         for e in envs:
             console.print(f"  {', '.join(e['tags'])}  {e['project']}  {e['packages']} packages  {e['size_mb']} MB")
 
+    @sandbox_app.command("prune")
+    def prune(
+        older_than: Annotated[float | None, typer.Option(
+            help="Also remove env images created more than this many days ago.")] = None,
+        everything: Annotated[bool, typer.Option("--all", help="Remove every env image.")] = False,
+        dry_run: Annotated[bool, typer.Option(help="List what would go; remove nothing.")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    ) -> None:
+        """Remove env images no run can use again (base image gone), build leftovers, and old images."""
+        from sandboxes.docker import docker_client
+        from sandboxes.docker_images import prune_env_images
+
+        with user_errors():
+            settings = settings_from()
+            pruned = prune_env_images(docker_client(timeout_s=120), older_than_days=older_than,
+                                      everything=everything, dry_run=dry_run,
+                                      audit_cache=Path(settings.work_dir) / "audit-images")
+        freed = sum(p.size_mb for p in pruned if p.removed)
+        if as_json:
+            print(json.dumps({"dry_run": dry_run, "freed_mb": freed,
+                              "images": [{"id": p.image_id, "tags": list(p.tags), "size_mb": p.size_mb,
+                                          "reason": p.reason, "removed": p.removed, "error": p.error}
+                                         for p in pruned]}))
+            return
+        for p in pruned:
+            state = "would remove" if dry_run else ("removed" if p.removed else f"kept ({p.error})")
+            console.print(f"{state}: {', '.join(p.tags) or p.image_id[:19]}  {p.size_mb} MB  ({p.reason})")
+        console.print(f"{len(pruned)} images {'to remove' if dry_run else 'pruned'}, "
+                      f"{sum(p.size_mb for p in pruned) if dry_run else freed} MB")
+
     app.add_typer(sandbox_app, name="sandbox")
