@@ -6,6 +6,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import struct
+import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -15,10 +18,11 @@ from taskforge.cli import app
 from taskforge.dataset import DatasetWriter, RunFunnel, write_tasks
 from taskforge.errors import DatasetError
 from taskforge.outcomes import Rejected, RejectReason
+from taskforge.report import vega
 from taskforge.report.card_figures import embed_figures
 from taskforge.report.data import ReportData, TrainStep, read_train_log
-from taskforge.report.figures import figure_specs, render, render_all
-from taskforge.report.html import RenderedFigure, render_html
+from taskforge.report.figures import FigureSpec, figure_specs
+from taskforge.report.html import render_html
 from taskforge.task import AuditResult, LeakHit, ValidationRun
 from tests.strategies import sample_task
 
@@ -106,21 +110,112 @@ def test_figures_exist_exactly_where_their_data_does(dataset: Path, train_log: P
     assert figure_specs(ReportData.collect(empty)) == []
 
 
-def test_rendering_is_deterministic_and_parallel_rendering_gives_the_same_bytes(dataset: Path, train_log: Path) -> None:
-    specs = figure_specs(ReportData.collect(dataset, train_log))
-    svg = render(specs[0], "svg")
-    assert svg == render(specs[0], "svg") and b"<svg" in svg and b"<path" in svg
-    assert render(specs[0], "png").startswith(b"\x89PNG\r\n\x1a\n")
-    assert render_all(specs[:3], "svg", jobs=2) == [svg, *(render(s, "svg") for s in specs[1:3])]
+def _marks(svg: str) -> dict[str, int]:
+    """Items drawn per data mark of a Vega SVG: {"mark-rect layer_0_marks": 5, ...} (axes, legends excluded)."""
+    out: dict[str, int] = {}
+    for g in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}g"):
+        cls = g.get("class", "").split()
+        if "role-mark" in cls:
+            name = " ".join(c for c in cls if c != "role-mark")
+            out[name] = out.get(name, 0) + len(list(g))
+    return out
+
+
+def _texts(svg: str) -> list[str]:
+    return [t.text or "" for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")]
+
+
+def test_specs_are_deterministic_json_with_inline_data_and_the_pinned_schema(dataset: Path, train_log: Path) -> None:
+    data = ReportData.collect(dataset, train_log)
+    specs = figure_specs(data)
+    assert json.dumps([s.spec for s in specs]) == json.dumps([s.spec for s in figure_specs(data)])
+    for s in specs:
+        text = json.dumps(s.spec, allow_nan=False)  # strict JSON: no NaN/Infinity sneaks into a spec
+        assert json.loads(text) == s.spec, s.key
+        assert s.spec["$schema"] == "https://vega.github.io/schema/vega-lite/v5.json"
+        assert '"url"' not in text and "http" not in text.replace(vega.SCHEMA, ""), s.key  # data inline
+        assert s.spec["description"].startswith(s.title)
+    assert vega.VEGA_LITE_VERSION in __import__("vl_convert").get_vegalite_versions()
+
+
+def test_histogram_rows_count_every_task_once_and_stack_without_gaps(dataset: Path) -> None:
+    data = ReportData.collect(dataset)
+    by_key = {s.key: s.spec for s in figure_specs(data)}
+    rows = by_key["difficulty"]["data"]["values"]
+    assert sum(r["count"] for r in rows) == len(data.tasks) == 7
+    for lo in {r["lo"] for r in rows}:  # each bin's slices stack from 0 up, one on top of the other
+        stack = sorted((r["y0"], r["y1"]) for r in rows if r["lo"] == lo)
+        assert stack[0][0] == 0 and all(a[1] == b[0] for a, b in zip(stack, stack[1:], strict=False))
+    f2p, p2p = (panel["data"]["values"] for panel in by_key["test-sizes"]["hconcat"])
+    assert sum(r["count"] for r in f2p) == sum(r["count"] for r in p2p) == 7
+    for r in f2p:  # each task is counted in the bin that holds its size
+        assert r["count"] == sum(r["lo"] <= t.fail_to_pass < r["hi"] for t in data.tasks)
+    assert sum(r["count"] for r in by_key["lines-deleted"]["data"]["values"]) == 7
+    one = dataclasses.replace(data, tasks=tuple(dataclasses.replace(t, score=1.0) for t in data.tasks))
+    top = next(s.spec for s in figure_specs(one) if s.key == "difficulty")["data"]["values"]
+    assert {(r["lo"], r["hi"]) for r in top} == {(0.9, 1.0)}  # the last bin is closed: 1.0 is counted
+
+
+def test_every_spec_renders_to_svg_with_its_data_drawn(dataset: Path, train_log: Path) -> None:
+    specs = {s.key: s for s in figure_specs(ReportData.collect(dataset, train_log))}
+    svgs = {k: vega.to_svg(s.spec) for k, s in specs.items()}
+    for key, svg in svgs.items():
+        marks = _marks(svg)
+        assert marks and all(n > 0 for n in marks.values()), (key, marks)
+    waterfall = [(r["x0"], r["x1"]) for r in specs["funnel-demo"].spec["data"]["values"]]
+    assert waterfall == [(0, 15), (10, 15), (8, 10), (6, 8), (0, 6)]  # each rejection takes its share off the rest
+    funnel = svgs["funnel-demo"]
+    assert _marks(funnel)["mark-rect layer_0_marks"] == 5  # candidates, 2 reasons, not reached, accepted
+    assert {"15 (100%)", "5 (33%)", "2 (13%)", "6 (40%)", "rejected: trivial_body", "not reached"} <= set(_texts(funnel))
+    assert _marks(svgs["strategies"])["mark-rect layer_0_marks"] == 6  # 2 repos x 3 strategies
+    assert {"tier 0 (stub)", "tier 1 (delete)", "tier 2 (module)"} <= set(_texts(svgs["difficulty"]))
+    assert {"sampled mean", "± 1 std", "curriculum target"} <= set(_texts(svgs["train-difficulty"]))
+    assert {"7/7", "0/1"} <= set(_texts(svgs["audit"]))  # workspace: all clean; git: audited once, leaked
+    points = {k: n for k, n in _marks(svgs["train-pass-rate"]).items() if k.startswith("mark-symbol")}
+    assert list(points.values()) == [3]  # one point per logged step
+
+
+def test_bundle_is_cached_atomically_and_built_in_memory_where_the_cache_cannot_be_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    builds: list[int] = []
+
+    def build() -> str:
+        builds.append(1)
+        return "/* vega */ window.vegaEmbed=e;"
+
+    monkeypatch.setattr(vega, "_build_bundle", build)
+    cache = tmp_path / "assets"
+    assert vega.javascript_bundle(cache) == vega.javascript_bundle(cache) == "/* vega */ window.vegaEmbed=e;"
+    assert len(builds) == 1  # the second call read the cache
+    path = cache / vega.bundle_name()
+    assert path.name == f"vega-bundle-{__import__('vl_convert').__version__}-{vega.VEGA_LITE_VERSION}.js"
+    assert [p.name for p in cache.iterdir()] == [path.name]  # no temp file left behind
+    path.write_text("/* truncated")  # not a complete bundle: rebuilt and rewritten
+    assert vega.javascript_bundle(cache).endswith("window.vegaEmbed=e;") and len(builds) == 2
+    assert path.read_text().endswith("window.vegaEmbed=e;")
+    (tmp_path / "file").write_text("x")  # a cache folder under a file cannot be created
+    assert vega.javascript_bundle(tmp_path / "file" / "assets").endswith("window.vegaEmbed=e;") and len(builds) == 3
+    monkeypatch.setenv("TASKFORGE_WORK_DIR", str(tmp_path / "work"))
+    assert vega.default_cache_dir() == tmp_path / "work" / "report-assets"
+
+
+def test_the_real_bundle_defines_vega_embed_and_cannot_close_its_script_element() -> None:
+    js = vega.javascript_bundle()  # the session's work area (tests/conftest.py): built once, then cached
+    assert "window.vegaEmbed=" in js and len(js) > 500_000
+    assert "</script" not in js.lower() and "<!--" not in js
 
 
 def test_page_is_self_contained_and_its_task_data_survives_script_injection(dataset: Path, train_log: Path) -> None:
     data = ReportData.collect(dataset, train_log)
-    figs = RenderedFigure.all(figure_specs(data), jobs=1)
-    page = render_html(data, figs)
-    assert page.count('<figure class="plot"') == len(figs) == 12
-    for f in figs:
-        assert f'data-key="{f.spec.key}"><svg' in page
+    specs = figure_specs(data)
+    bundle = "/* the vega bundle */ window.vegaEmbed = function () {};"
+    page = render_html(data, specs, bundle)
+    assert page.count('<figure class="plot"') == len(specs) == 12 and page.count(bundle) == 1
+    for f in specs:
+        assert f'data-key="{f.key}"><div class="vis"></div><figcaption><b>{f.title}.</b>' in page
+    blob = re.search(r'<script type="application/json" id="figure-specs">(.*?)</script>', page, re.S)
+    assert blob is not None and json.loads(blob.group(1)) == {f.key: f.spec for f in specs}
+    assert page.index(blob.group(0)) < page.index(bundle) < page.index("vegaEmbed(fig.querySelector")
     assert not re.search(r"""(src|href)=["']?(https?:)?//|@import|url\(\s*["']?https?:""", page)
     assert EVIL not in page  # the hostile problem statement cannot close the data <script>
     blob = re.search(r'<script type="application/json" id="task-data">(.*?)</script>', page, re.S)
@@ -130,6 +225,8 @@ def test_page_is_self_contained_and_its_task_data_survives_script_injection(data
     assert all(t["patch"] == task.patch for task in _tasks() for t in [tasks[task.instance_id]])
     assert page.count('<tr tabindex="0" data-id=') == 7
     assert "6 of 7 tasks clean" in page
+    hostile = FigureSpec("x", "tasks", "x", "x", {"title": EVIL, "mark": "bar"})
+    assert EVIL not in render_html(data, [hostile], bundle)  # nor can a spec's text
 
 
 def test_cli_writes_the_report_and_picks_up_the_default_train_log(dataset: Path, train_log: Path,
@@ -144,7 +241,17 @@ def test_cli_writes_the_report_and_picks_up_the_default_train_log(dataset: Path,
     (dataset / "train" / "metrics.jsonl").write_text(train_log.read_text())
     result = runner.invoke(app, ["report", str(dataset), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert 'id="fig-train-pass-rate"' in out.read_text() and not list(out.parent.glob("*.tmp"))
+    page = out.read_text()
+    assert 'id="fig-train-pass-rate"' in page and not list(out.parent.glob("*.tmp"))
+    assert page.count("window.vegaEmbed=") == 1  # the real bundle, inlined once
+
+
+def test_cli_without_vl_convert_says_which_extra_to_install(dataset: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "vl_convert", None)  # import vl_convert raises ImportError
+    result = runner.invoke(app, ["report", str(dataset), "--out", str(tmp_path / "r.html")])
+    assert result.exit_code == 1 and "install the report extra (pip install vl-convert-python)" in result.output
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_cli_user_errors_are_one_line(tmp_path: Path, dataset: Path) -> None:
@@ -170,7 +277,10 @@ def test_card_embeds_the_dataset_figures_as_png_files(tmp_path: Path) -> None:
                      "figures/test-sizes.png", "figures/lines-deleted.png", "figures/validation-time.png",
                      "figures/audit.png"]
     for link in links:
-        assert (root / link).read_bytes().startswith(b"\x89PNG")
+        png = (root / link).read_bytes()
+        assert png.startswith(b"\x89PNG\r\n\x1a\n") and png[12:16] == b"IHDR" and png.endswith(b"IEND\xaeB`\x82")
+        width, height = struct.unpack(">II", png[16:24])
+        assert width > 400 and height > 150 and len(png) > 8_000, (link, width, height, len(png))
     assert card.index("## Figures") < card.index("## Loading")
     (root / "figures" / "stale.png").write_bytes(b"x")
     assert embed_figures(root, "# card\n").startswith("# card\n\n## Figures")  # appended without an anchor

@@ -23,10 +23,13 @@ def report(
     """Plots of the rejection funnel, difficulty, test sizes, timings, leak audit and training, plus a task browser."""
     with user_errors():
         try:
+            import vl_convert  # noqa: F401  (draws nothing here; the page inlines its Vega bundle)
+
             from taskforge.report.html import write_report
         except ImportError as exc:
-            raise ConfigError(f"the report needs matplotlib ({exc}); install the report extra: "
-                              "pip install 'taskforge[report]'") from None
+            # (no "taskforge[report]" here: the error line is printed as rich markup, which eats "[report]")
+            raise ConfigError(f"the report needs vl-convert-python ({exc}); install the report extra "
+                              "(pip install vl-convert-python)") from None
         log = train_log
         default_log = dataset / "train" / "metrics.jsonl"
         if log is None and default_log.is_file():

@@ -1,8 +1,17 @@
-"""The report page's inline stylesheet and script (no CDN, no network: the file opens anywhere).
+"""The report page's inline stylesheet and scripts (no CDN, no network: the file opens anywhere).
 
-The script does two things: filter the task table as you type (every word must occur in the row's
+``JS`` does two things: filter the task table as you type (every word must occur in the row's
 instance id, repo, strategy or entities), and show a clicked task's problem statement, gold patch
 and test patch side by side, diff lines colored. Patches are written with ``textContent`` only.
+
+``FIGURES_JS`` runs after the inlined Vega bundle: it draws each ``<figure class="plot">`` from its
+spec in the ``figure-specs`` JSON with ``vegaEmbed`` (SVG renderer, no action menu). (vega-embed logs
+one console warning per figure, "The compiled spec uses Vega v5, but current version is v6.2.0":
+vl-convert pairs Vega-Lite 5 with Vega 6, for the card's PNGs as here; the bundle exposes no
+Vega-Lite compiler to compile with first.) A drawn figure
+gets ``data-rendered="1"``; one that fails shows a one-line error in its place and gets
+``data-rendered="error"``. When every figure is settled, ``<body>`` gets ``data-figures="done"`` and
+``data-figures-ms`` (``performance.now()`` then: milliseconds since navigation started).
 """
 
 CSS = """
@@ -25,7 +34,11 @@ nav a { margin-right: 14px; color: var(--acc); text-decoration: none; }
 .card span { color: var(--muted); font-size: 12px; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(520px, 1fr)); gap: 14px; align-items: start; }
 figure.plot { margin: 0; background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 8px; }
-figure.plot svg { display: block; width: 100%; height: auto; }
+figure.plot .vis { min-height: 120px; }
+figure.plot .vis.vega-embed { display: block; }
+figure.plot svg { display: block; max-width: 100%; height: auto; }
+figure.plot .plot-error { color: var(--del-fg); background: var(--del-bg); padding: 6px 8px; border-radius: 6px;
+                          margin: 0; font-size: 13px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 figure.plot figcaption { color: var(--muted); font-size: 12px; margin-top: 4px; }
 table { border-collapse: collapse; width: 100%; background: var(--card); }
 th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
@@ -133,5 +146,43 @@ JS = """
   applyFilter();
   var m = /^#task=(.+)$/.exec(window.location.hash);
   if (m) { show(decodeURIComponent(m[1])); }
+})();
+"""
+
+FIGURES_JS = """
+(function () {
+  "use strict";
+  var specs = JSON.parse(document.getElementById("figure-specs").textContent);
+  var figures = Array.prototype.slice.call(document.querySelectorAll("figure.plot"));
+
+  function fail(fig, err) {
+    var text = String((err && err.message) || err).split("\\n")[0];
+    var p = document.createElement("p");
+    p.className = "plot-error";
+    p.textContent = "Figure not drawn: " + text;
+    p.title = p.textContent;
+    var vis = fig.querySelector(".vis");
+    while (vis.firstChild) { vis.removeChild(vis.firstChild); }
+    vis.appendChild(p);
+    fig.setAttribute("data-rendered", "error");
+  }
+
+  function draw(fig) {
+    var key = fig.getAttribute("data-key");
+    try {
+      if (typeof window.vegaEmbed !== "function") { throw new Error("the inlined Vega bundle did not load"); }
+      if (!Object.prototype.hasOwnProperty.call(specs, key)) { throw new Error("no spec for figure " + key); }
+      return window.vegaEmbed(fig.querySelector(".vis"), specs[key], {renderer: "svg", actions: false, mode: "vega-lite"})
+        .then(function () { fig.setAttribute("data-rendered", "1"); }, function (err) { fail(fig, err); });
+    } catch (err) {
+      fail(fig, err);
+      return Promise.resolve();
+    }
+  }
+
+  Promise.all(figures.map(draw)).then(function () {
+    document.body.setAttribute("data-figures-ms", String(Math.round(performance.now())));
+    document.body.setAttribute("data-figures", "done");
+  });
 })();
 """

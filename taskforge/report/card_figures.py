@@ -4,7 +4,9 @@
 is rendered: the figures drawn from the dataset alone (funnel per repository, strategies, time per
 stage, difficulty per tier, test sizes, lines deleted, validation timings, leak audit) are written
 as PNGs and a "Figures" section linking them is inserted before the card's "Loading" section (or
-appended). Training plots need a training log and stay in ``taskforge report``.
+appended). Training plots need a training log and stay in ``taskforge report``. The PNGs are the
+page's own Vega-Lite specs rendered by vl-convert with the same Vega-Lite version (``vega.py``), so
+card and page show the same figures.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ def write_figures(root: Path | str) -> list[tuple[str, str, str]]:
     PNGs of figures the data no longer supports are removed, so the folder matches the card.
     """
     from taskforge.report.data import ReportData
-    from taskforge.report.figures import figure_specs, render_all
+    from taskforge.report.figures import figure_specs
+    from taskforge.report.vega import to_png
 
     root = Path(root)
     data = ReportData.collect(root, verify=False)
@@ -36,8 +39,8 @@ def write_figures(root: Path | str) -> list[tuple[str, str, str]]:
     folder = root / FIGURES_DIR
     folder.mkdir(exist_ok=True)
     written = []
-    for spec, png in zip(specs, render_all(specs, "png"), strict=True):
-        _write_atomic(folder / f"{spec.key}.png", png)
+    for spec in specs:
+        _write_atomic(folder / f"{spec.key}.png", to_png(spec.spec))
         written.append((f"{FIGURES_DIR}/{spec.key}.png", spec.title, spec.caption))
     keep = {Path(p).name for p, _, _ in written}
     for stale in folder.glob("*.png"):
@@ -58,11 +61,11 @@ def figures_markdown(figures: list[tuple[str, str, str]]) -> str:
 def embed_figures(root: Path | str, card: str) -> str:
     """``card`` with a Figures section (PNG links) inserted before "## Loading"; drawn into ``root/figures/``.
 
-    Without matplotlib (the ``report`` extra) the card is returned unchanged. A figure that cannot be
+    Without vl-convert (the ``report`` extra) the card is returned unchanged. A figure that cannot be
     drawn must not fail the dataset write that asked for the card: the section then says why instead.
     """
     try:
-        import matplotlib  # noqa: F401
+        import vl_convert  # noqa: F401
     except ImportError:
         return card
     try:

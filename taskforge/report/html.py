@@ -1,10 +1,12 @@
-"""One self-contained HTML page for a dataset (and a training run): inline SVG plots, CSS, script, data.
+"""One self-contained HTML page for a dataset (and a training run): Vega-Lite plots, CSS, scripts, data.
 
     write_report("datasets/out/demo", "report.html", train_log="run/metrics.jsonl")
 
 Sections: repositories (funnel, strategies, time per stage), tasks (difficulty per tier, test sizes,
 lines deleted), validation and grading timings, leak audit, training, and a task browser (filter box;
-clicking a row shows problem statement, gold patch and test patch side by side). Nothing is fetched
+clicking a row shows problem statement, gold patch and test patch side by side). The figures are
+Vega-Lite specs (``figures.py``) in one JSON blob, drawn in the browser by the Vega bundle inlined once
+(``vega.javascript_bundle()``, cached on disk), so writing the page draws nothing. Nothing is fetched
 when the page opens: no CDN, no fonts, no images by URL.
 """
 
@@ -15,31 +17,16 @@ import json
 import os
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from taskforge.report.assets import CSS, JS
+from taskforge.report.assets import CSS, FIGURES_JS, JS
 from taskforge.report.data import ReportData, TaskSummary
-from taskforge.report.figures import FigureSpec, figure_specs, render, render_all
+from taskforge.report.figures import FigureSpec, figure_specs
+from taskforge.report.vega import javascript_bundle
 
 _SECTION_TITLES = {"repos": "Repositories", "tasks": "Tasks", "timings": "Validation and grading timings",
                    "audit": "Leak audit", "train": "Training"}
-
-
-@dataclass(frozen=True, slots=True)
-class RenderedFigure:
-    spec: FigureSpec
-    svg: str  # the <svg> element alone (no XML prolog)
-
-    @classmethod
-    def of(cls, spec: FigureSpec, svg: bytes | None = None) -> RenderedFigure:
-        text = (render(spec, "svg") if svg is None else svg).decode()
-        return cls(spec, text[text.index("<svg"):])
-
-    @classmethod
-    def all(cls, specs: Sequence[FigureSpec], jobs: int | None = None) -> list[RenderedFigure]:
-        return [cls.of(s, svg) for s, svg in zip(specs, render_all(specs, "svg", jobs), strict=True)]
 
 
 def _e(value: Any) -> str:
@@ -52,10 +39,12 @@ def _json_for_script(obj: Any) -> str:
             .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
-def _figures(figs: Sequence[RenderedFigure], section: str) -> str:
-    items = [f'<figure class="plot" id="fig-{_e(f.spec.key)}" data-key="{_e(f.spec.key)}">{f.svg}'
-             f"<figcaption><b>{_e(f.spec.title)}.</b> {_e(f.spec.caption)}</figcaption></figure>"
-             for f in figs if f.spec.section == section]
+def _figures(figs: Sequence[FigureSpec], section: str) -> str:
+    """The ``<figure>`` of each spec of ``section``: an empty drawing area the page script fills, a caption."""
+    items = [f'<figure class="plot" id="fig-{_e(f.key)}" data-key="{_e(f.key)}">'
+             '<div class="vis"></div>'
+             f"<figcaption><b>{_e(f.title)}.</b> {_e(f.caption)}</figcaption></figure>"
+             for f in figs if f.section == section]
     return f'<div class="grid">{"".join(items)}</div>' if items else ""
 
 
@@ -81,7 +70,7 @@ def _cards(data: ReportData) -> str:
                                            for v, k in cards) + "</div>"
 
 
-def _repos_section(data: ReportData, figs: Sequence[RenderedFigure]) -> str:
+def _repos_section(data: ReportData, figs: Sequence[FigureSpec]) -> str:
     rows = []
     for r in data.repos:
         reasons = ", ".join(f"{_e(k)}: {v}" for k, v in r.rejected) or "-"
@@ -105,7 +94,7 @@ def _timings_table(tasks: Sequence[TaskSummary]) -> str:
     return _table(["check", "runs", "median s", "max s", "total s"], rows, {1, 2, 3, 4}) if rows else ""
 
 
-def _audit_section(data: ReportData, figs: Sequence[RenderedFigure]) -> str:
+def _audit_section(data: ReportData, figs: Sequence[FigureSpec]) -> str:
     leaked = [t for t in data.tasks if not t.audit_passed]
     channels = sorted({c for t in data.tasks for c in t.audit_channels})
     intro = (f"<p>{len(data.tasks) - len(leaked)} of {len(data.tasks)} tasks clean across channels "
@@ -116,7 +105,7 @@ def _audit_section(data: ReportData, figs: Sequence[RenderedFigure]) -> str:
     return intro + table + _figures(figs, "audit")
 
 
-def _train_section(data: ReportData, figs: Sequence[RenderedFigure]) -> str:
+def _train_section(data: ReportData, figs: Sequence[FigureSpec]) -> str:
     if not data.train:
         return '<p class="note">No training log given (<code>taskforge report DIR --train-log LOG</code>).</p>'
     s = data.train
@@ -156,9 +145,13 @@ def _task_browser(tasks: Sequence[TaskSummary]) -> str:
 </div>"""
 
 
-def render_html(data: ReportData, figs: Sequence[RenderedFigure]) -> str:
-    """The page for ``data`` with the rendered figures ``figs`` (each placed in its section)."""
+def render_html(data: ReportData, figs: Sequence[FigureSpec], vega_js: str) -> str:
+    """The page for ``data`` with the figures ``figs`` (each placed in its section), drawn by ``vega_js``.
+
+    ``vega_js`` is the bundle of ``vega.javascript_bundle()`` (it defines ``window.vegaEmbed``).
+    """
     tasks_json = _json_for_script({"tasks": [t.to_dict() for t in data.tasks]})
+    specs_json = _json_for_script({f.key: f.spec for f in figs})
     nav = "".join(f'<a href="#{k}">{v}</a>' for k, v in _SECTION_TITLES.items()) + '<a href="#browser">Task browser</a>'
     empty = '<p class="note">No tasks in this dataset.</p>'
     sections = {
@@ -182,20 +175,27 @@ def render_html(data: ReportData, figs: Sequence[RenderedFigure]) -> str:
 <footer>Generated by <code>taskforge report</code>; self-contained, opens offline.</footer>
 <script type="application/json" id="task-data">{tasks_json}</script>
 <script>{JS}</script>
+<script type="application/json" id="figure-specs">{specs_json}</script>
+<script>{vega_js}</script>
+<script>{FIGURES_JS}</script>
 </body></html>
 """
 
 
-def build_report(root: Path | str, train_log: Path | str | None = None, *, jobs: int | None = None) -> str:
-    """Collect the dataset (and log), draw every figure (on ``jobs`` processes), return the HTML page."""
+def build_report(root: Path | str, train_log: Path | str | None = None, *,
+                 assets_dir: Path | str | None = None) -> str:
+    """Collect the dataset (and log), build every figure's spec, return the HTML page.
+
+    ``assets_dir`` holds the cached Vega bundle (default ``<work_dir>/report-assets``).
+    """
     data = ReportData.collect(root, train_log)
-    return render_html(data, RenderedFigure.all(figure_specs(data), jobs))
+    return render_html(data, figure_specs(data), javascript_bundle(assets_dir))
 
 
 def write_report(root: Path | str, out: Path | str, train_log: Path | str | None = None, *,
-                 jobs: int | None = None) -> Path:
+                 assets_dir: Path | str | None = None) -> Path:
     """Write the report of ``root`` to ``out`` atomically (``out.tmp``, then rename); returns ``out``."""
-    page = build_report(root, train_log, jobs=jobs)
+    page = build_report(root, train_log, assets_dir=assets_dir)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
