@@ -365,7 +365,8 @@ def _series(train: Sequence[TrainStep], name: str, value: Callable[[TrainStep], 
 
 def _train_specs(train: Sequence[TrainStep]) -> list[FigureSpec]:
     x = _step_x(train)
-    unit = {"scale": {"domain": [-0.05, 1.05], "nice": False}, "axis": {"values": [0, 0.25, 0.5, 0.75, 1]}}
+    unit = {"scale": {"domain": [-0.05, 1.05], "nice": False},
+            "axis": {"values": [0, 0.25, 0.5, 0.75, 1], "format": ".2~f"}}
 
     pass_rate = [_line_layer(_series(train, "pass rate", lambda s: s.pass_rate), x, _colors(["pass rate"], [ACCEPT]),
                              {"title": "pass rate", **unit})]
