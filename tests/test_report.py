@@ -184,6 +184,7 @@ def test_bundle_is_cached_atomically_and_built_in_memory_where_the_cache_cannot_
         return "/* vega */ window.vegaEmbed=e;"
 
     monkeypatch.setattr(vega, "_build_bundle", build)
+    monkeypatch.setattr(vega, "VENDOR_DIR", tmp_path / "no-vendor")  # a trimmed install: no shipped bundle
     cache = tmp_path / "assets"
     assert vega.javascript_bundle(cache) == vega.javascript_bundle(cache) == "/* vega */ window.vegaEmbed=e;"
     assert len(builds) == 1  # the second call read the cache
@@ -200,9 +201,23 @@ def test_bundle_is_cached_atomically_and_built_in_memory_where_the_cache_cannot_
 
 
 def test_the_real_bundle_defines_vega_embed_and_cannot_close_its_script_element() -> None:
-    js = vega.javascript_bundle()  # the session's work area (tests/conftest.py): built once, then cached
+    js = vega.javascript_bundle()  # the shipped one
     assert "window.vegaEmbed=" in js and len(js) > 500_000
     assert "</script" not in js.lower() and "<!--" not in js
+
+
+def test_the_shipped_bundle_is_what_vl_convert_builds_and_draws_the_cards_vega_lite(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page draws with the vendored bundle, the card with vl-convert: both must be Vega-Lite
+    VEGA_LITE_VERSION. With the pinned vl-convert the bundle is rebuilt byte for byte (else rerun
+    ``python -m taskforge.report.vega --vendor``)."""
+    import vl_convert
+
+    shipped = vega.vendored_bundle_path().read_text(encoding="utf-8")
+    assert vega.javascript_bundle() == shipped
+    assert f'"{vega.VEGA_LITE_VERSION}.0"' in shipped and vega.VEGA_LITE_VERSION in vl_convert.get_vegalite_versions()
+    if vl_convert.__version__ == "1.9.0":
+        assert vega._build_bundle() == shipped
 
 
 def test_page_is_self_contained_and_its_task_data_survives_script_injection(dataset: Path, train_log: Path) -> None:
