@@ -40,3 +40,19 @@ def test_reading_a_whole_dataset_does_not_import_pandas(tmp_path) -> None:
     code = (f"from taskforge.dataset.reader import Dataset\nds = Dataset.open({str(tmp_path / 'ds')!r})\n"
             "assert len(ds.tasks()) == 5 and len(list(ds.iter_tasks())) == 5 and ds.table().num_rows == 5")
     assert "pandas" not in _loaded_after(code)
+
+
+def test_error_lines_keep_square_brackets() -> None:
+    """Errors are printed as text, not rich markup: `pip install 'taskforge[report]'` keeps `[report]`."""
+    import typer
+
+    from taskforge.cli._common import err_console, user_errors
+    from taskforge.errors import ConfigError
+
+    with err_console.capture() as captured:
+        try:
+            with user_errors():
+                raise ConfigError("install it with pip install 'taskforge[report]' and retry")
+        except typer.Exit as exc:
+            assert exc.exit_code == 1
+    assert "taskforge[report]" in captured.get()

@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from taskforge.errors import TaskforgeError
 from taskforge.settings import Settings
@@ -24,7 +25,7 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except TaskforgeError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
 
 

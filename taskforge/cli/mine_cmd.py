@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from taskforge.cli._common import ADVANCED, console, err_console, settings_from
@@ -41,7 +42,7 @@ def mine(
                                  test_timeout_s=test_timeout)
         box = make_sandbox(settings)
     except TaskforgeError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
 
     rows: list[tuple[str, dict[str, object], str]] = []
