@@ -6,9 +6,10 @@ The dataset is made by replicating SOURCE_DATASET's real tasks (new instance ids
 and base commits, so the writer's de-duplication keeps them; difficulty features jittered with a
 seeded RNG so histograms have a spread) through the real ``DatasetWriter``, with a copy of the
 source's funnel per repository. Then ``taskforge report`` runs as a fresh process (interpreter start,
-imports, reading, every figure's spec, the page) with a fresh work area: the first run is cold (it
-builds the Vega JavaScript bundle and caches it under ``<work_dir>/report-assets``), the next
-``--repeat`` runs are warm (bundle read from the cache); wall and CPU seconds of both are reported.
+imports, reading, every figure's spec, the page) with a fresh work area: the first run is cold (a new
+work area; the Vega JavaScript bundle is read from the package's ``vendor/`` copy, or built and
+cached under ``<work_dir>/report-assets`` where that copy is missing), the next ``--repeat`` runs are
+warm; wall and CPU seconds of both are reported.
 The in-process split (collect / specs / bundle / html) is measured once more after the imports. The
 browser's drawing of the figures is not part of it (tests/test_report_browser.py times that).
 """
@@ -109,7 +110,7 @@ def in_process(dataset: Path, train_log: Path | None, assets_dir: Path | None = 
 def measure(source: Path, n_tasks: int, n_repos: int, train_log: Path | None, repeat: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="taskforge-report-bench-") as tmp:
         dataset = build_dataset(source, Path(tmp) / "ds", n_tasks, n_repos)
-        work = Path(tmp) / "work"  # fresh: the first run builds the bundle, the others read it
+        work = Path(tmp) / "work"  # fresh: nothing cached from an earlier report
         cold_wall, cold_cpu = _cli_once(dataset, Path(tmp) / "report.html", train_log, work)
         runs = [_cli_once(dataset, Path(tmp) / "report.html", train_log, work) for _ in range(repeat)]
         walls, cpus = [w for w, _ in runs], [c for _, c in runs]
