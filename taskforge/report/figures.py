@@ -328,7 +328,8 @@ def _audit(tasks: Sequence[TaskSummary]) -> FigureSpec:
     secs = [t.audit_seconds for t in tasks]
     edges = _even_bins(secs)
     timing = _hist(_stacked_bins({"audit": secs}, edges), _colors(["audit"], [NEUTRAL]),
-                   {"title": "audit seconds per task", "scale": {"domain": [edges[0], edges[-1]], "nice": False}},
+                   {"title": "audit seconds per task", "scale": {"domain": [edges[0], edges[-1]], "nice": False},
+                    "axis": {"tickCount": 3, "format": ".3~f", "labelOverlap": "greedy", "labelFlush": True}},
                    title="audit time", width=170, height=140)
     return _figure("audit", "audit", "Leak audit",
                    "Per channel the agent can see, tasks in which the audit found none of the deleted code; "
