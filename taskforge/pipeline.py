@@ -155,7 +155,7 @@ def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: 
     """Validate the candidates of one profiled source and add its tasks to ``writer``."""
     from generators.protocol import all_strategies
     from taskforge.dataset.funnel import RunFunnel
-    from taskforge.validation import load_profile
+    from taskforge.validation_worker import load_profile
 
     start = time.monotonic()
     prof = load_profile(profile.profile_dir)

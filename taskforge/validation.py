@@ -39,7 +39,6 @@ the full suite, every grading grades every test, and every run gets a fresh copy
 from __future__ import annotations
 
 import dataclasses
-import functools
 import shutil
 import tempfile
 import time
@@ -52,66 +51,9 @@ from taskforge.candidate_jobs import MODES, CandidateJob, CandidateResult, chang
 from taskforge.outcomes import Rejected, RejectReason
 from taskforge.settings import Settings
 from taskforge.task import Task, ValidationRun
+from taskforge.validation_worker import QUIET, FixedEnv, Quiet, load_profile, prepared_env, sandbox_for
 
 _COPY_IGNORE = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache")
-
-
-@functools.lru_cache(maxsize=8)
-def load_profile(profile_dir: str) -> Any:
-    from taskforge.profile import Profile
-
-    return Profile.load(Path(profile_dir))
-
-
-@functools.lru_cache(maxsize=4)
-def _sandbox(settings_items: tuple[tuple[str, Any], ...], warm: bool) -> Any:
-    from sandboxes.local import LocalSandbox
-    from sandboxes.selection import make_sandbox
-    from taskforge.warm_sandbox import WarmLocalSandbox
-
-    box = make_sandbox(Settings.load(dict(settings_items)))
-    return WarmLocalSandbox(box) if warm and isinstance(box, LocalSandbox) else box
-
-
-def sandbox_for(settings: Mapping[str, Any], warm: bool = True) -> Any:
-    """This worker's sandbox for ``settings`` (``warm``: local runs fork from ``taskforge.warm_sandbox``)."""
-    return _sandbox(tuple(sorted((k, v) for k, v in settings.items())), warm)
-
-
-@functools.lru_cache(maxsize=8)
-def _prepared_env(profile_dir: str, sandbox: Any) -> Any:
-    """The repository's one environment in this worker: the profile's, or prepared once per sandbox."""
-    profile = load_profile(profile_dir)
-    if profile.env.backend == sandbox.name:
-        return profile.env
-    return sandbox.prepare(profile.spec, profile.repo_dir)
-
-
-QUIET = ("--tb=no",)  # validation reads outcomes only: formatting 100 tracebacks costs more than the tests
-
-
-class _Quiet:
-    """The sandbox, with ``--tb=no`` appended to every run: outcomes, canaries and reports are unchanged."""
-
-    def __init__(self, sandbox: Any) -> None:
-        self.sandbox = sandbox
-        self.name = sandbox.name
-
-    def prepare(self, spec: Any, repo_dir: Path) -> Any:
-        return self.sandbox.prepare(spec, repo_dir)
-
-    def run(self, env: Any, workspace: Path, request: Any) -> Any:
-        return self.sandbox.run(env, workspace, dataclasses.replace(request, tests=(*request.tests, *QUIET)))
-
-
-class _FixedEnv:
-    """An ``EnvCache`` for ``taskforge.reward``: always this already prepared environment (no lookups)."""
-
-    def __init__(self, env: Any) -> None:
-        self.env = env
-
-    def get(self, sandbox: Any, task: Task, original: Path) -> Any:
-        return self.env
 
 
 def validate_candidate(job: CandidateJob) -> CandidateResult:
@@ -144,7 +86,7 @@ class _Validation:
         self.settings = Settings.load(dict(job.settings))
         self.profile = load_profile(job.profile_dir)
         self.sandbox = job.sandbox if job.sandbox is not None else sandbox_for(job.settings, warm=not self.naive)
-        self.env = _prepared_env(job.profile_dir, self.sandbox)
+        self.env = prepared_env(job.profile_dir, self.sandbox)
         self.start = time.monotonic()
         self.test_seconds = 0.0
         self.stages: dict[str, float] = {}
@@ -218,9 +160,9 @@ class _Validation:
         from taskforge.reward import reward
 
         t = time.monotonic()
-        res = reward(task, patch, sandbox=self.sandbox if self.naive else _Quiet(self.sandbox), trees=trees,
+        res = reward(task, patch, sandbox=self.sandbox if self.naive else Quiet(self.sandbox), trees=trees,
                      settings=self.settings,
-                     envs=_FixedEnv(self.env_for_run()))  # type: ignore[arg-type]
+                     envs=FixedEnv(self.env_for_run()))  # type: ignore[arg-type]
         self.test_seconds += time.monotonic() - t
         return res
 
@@ -501,5 +443,4 @@ def make_instance_id(name: str, version: str, strategy: str, target: str, patche
     h = hashlib.sha256((patches.setup_patch + "\0" + patches.patch).encode()).hexdigest()[:8]
     return f"{name}-{version}__{strategy}__{target}-{h}"
 
-__all__ = ["MODES", "CandidateJob", "CandidateResult", "changed_lines", "load_profile", "make_instance_id", "sandbox_for",
-           "validate_candidate"]
+__all__ = ["MODES", "CandidateJob", "CandidateResult", "changed_lines", "make_instance_id", "validate_candidate"]

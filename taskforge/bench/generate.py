@@ -74,7 +74,7 @@ def _live_descendants_cpu() -> float:
 def suite_cpu(profile: Any, settings: Any, repeats: int = 3) -> float:
     """CPU seconds of one plain whole-suite run of the repository (median of ``repeats``)."""
     from sandboxes.protocol import RunRequest
-    from taskforge.validation import sandbox_for
+    from taskforge.validation_worker import sandbox_for
 
     sandbox = sandbox_for(settings.to_dict(), warm=False)  # the unit: a plain run, as the baseline's
     samples = []
@@ -93,7 +93,7 @@ def measure(sources: Sequence[str], settings: Any, max_candidates: int, strategi
     """Profile each source once, then validate its first ``max_candidates`` candidates in both modes."""
     from taskforge.executors import SyncExecutor
     from taskforge.pipeline import GenerateOptions, ProfileJob, profile_source, run_source
-    from taskforge.validation import load_profile
+    from taskforge.validation_worker import load_profile
 
     repos: list[dict[str, Any]] = []
     totals = {m: {"cpu": 0.0, "tasks": 0, "suite_units": 0.0, "wall": 0.0} for m in MODES}
