@@ -24,7 +24,6 @@ import hashlib
 import io
 import json
 import os
-import shutil
 import string
 import tarfile
 import time
@@ -40,6 +39,7 @@ import requests.exceptions
 
 from taskforge.environment import EnvSpec, PreparedEnv
 from taskforge.errors import EnvironmentBuildError, SandboxError
+from taskforge.image_files import forget_cached_image
 from taskforge.settings import Settings
 
 IMAGE_REPOSITORY = "taskforge-env"
@@ -350,7 +350,7 @@ def prune_env_images(client: docker.DockerClient, *, older_than_days: float | No
                 entry = PrunedImage(entry.image_id, entry.tags, entry.size_mb, reason,
                                     error=str(exc.explanation or exc)[:200])
             if entry.removed and audit_cache is not None:
-                shutil.rmtree(Path(audit_cache) / image.id.replace("sha256:", "")[:24], ignore_errors=True)
+                forget_cached_image(audit_cache, image.id)
         out.append(entry)
     return out
 

@@ -34,7 +34,7 @@ from urllib.parse import unquote
 
 from taskforge.fingerprints import FingerprintSet, fingerprint
 from taskforge.git_objects import GitStoreUnreadable, iter_git_objects, pointer_hits
-from taskforge.image_files import SavedImage, base_layer_ids, cached_image_dir, cached_layer_ids
+from taskforge.image_files import SavedImage, base_layer_ids, cached_image_layers
 from taskforge.leak_scan import Scanner
 from taskforge.scrub import TYPECHECKER_CACHES, is_artefact_dir, stub_declarations
 from taskforge.task import AuditResult, LeakHit
@@ -95,19 +95,19 @@ def audit(workspace: Path | None, fps: FingerprintSet, *, env_dir: Path | str | 
 
 def _image_hits(image: Any, scanner: Scanner, client: Any, image_cache: Path | str | None,
                 base_image: Any) -> list[LeakHit]:
-    """Hits in the image's layers (paths ``<layer>:/<path>``), the base image's layers left out."""
+    """Hits in the image's layers (paths ``<diff id, 12 hex>:/<path>``), the base image's layers left out."""
     skip = base_layer_ids(image, base_image, client)
     if image_cache is not None:
-        extracted = cached_image_dir(image, Path(image_cache), client, scanner.wants)
-        diff_ids = cached_layer_ids(extracted)
-        return [LeakHit("image", f"{layer.name}:/{h.path}", h.evidence)
-                for layer in sorted(d for d in extracted.iterdir() if d.is_dir())
-                if diff_ids.get(layer.name) not in skip
-                for h in _tree_hits("image", layer, scanner)]
-    saved = SavedImage(image, client)
-    found = [LeakHit("image", _join(path, h.where), h.evidence())
-             for path, data in saved.files(scanner.wants) for h in scanner.scan(data, path)]
-    return [h for h in found if saved.diff_ids.get(h.path.split(":/", 1)[0]) not in skip]
+        return [LeakHit("image", f"{diff_id.removeprefix('sha256:')[:12]}:/{h.path}", h.evidence)
+                for diff_id, folder in cached_image_layers(image, Path(image_cache), client, scanner.wants)
+                if diff_id not in skip
+                for h in _tree_hits("image", folder, scanner)]
+    hits: list[LeakHit] = []
+    for layer in SavedImage(image, client).layers(scanner.wants):
+        found = [(path, h) for path, data in layer.files() for h in scanner.scan(data, path)]
+        if layer.diff_id not in skip:  # known once the layer is read
+            hits.extend(LeakHit("image", _join(f"{layer.short}:/{path}", h.where), h.evidence()) for path, h in found)
+    return hits
 
 
 def _join(path: str, where: str) -> str:

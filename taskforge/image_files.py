@@ -1,13 +1,17 @@
 """Every file of every layer of a docker image, read through the docker SDK (``image.save()``).
 
 The saved image is a tar of layer tars (``<id>/layer.tar`` in the classic format, ``blobs/sha256/*``
-in the OCI one, gzip-compressed or not). Each layer is read as a stream, file by file, so an image is
-never unpacked on disk and a file removed by a later layer (a whiteout) is still seen in the layer
-that added it: what the agent could recover with ``docker save`` is what the audit reads.
+in the OCI one, gzip-compressed or not). Each layer is read as a stream, file by file, and hashed on
+the way (its diff id), so an image is never unpacked as a whole and a file removed by a later layer
+(a whiteout) is still seen in the layer that added it: what the agent could recover with ``docker
+save`` is what the audit reads. ``cached_image_layers`` keeps each layer's files on disk once, by diff
+id, for the audits of the other tasks (and images) that share it.
 """
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import io
 import json
 import os
@@ -57,48 +61,83 @@ def resolve_image(image: Any, client: Any = None) -> Any:
                            "engine or audit with --sandbox local") from exc
 
 
-class SavedImage:
-    """One pass over ``image.save()``: ``files()`` yields every layer's files; once it is exhausted,
-    ``diff_ids`` maps each layer label (as in the yielded paths) to the layer's diff id.
+class SavedLayer:
+    """One layer of a save stream: ``files()`` yields ``(path, content)``; once it is exhausted,
+    ``diff_id`` holds the layer's diff id (sha256 of its uncompressed tar, as in ``RootFS.Layers``)."""
 
-    The save stream names layers by a legacy v1 id (classic format) or a blob digest (OCI), and its
-    ``manifest.json``, which orders them, comes last: the mapping to ``RootFS.Layers`` is known only at
-    the end of the stream.
-    """
+    def __init__(self, label: str, fileobj: Any, wants: Callable[[int], bool]) -> None:
+        self.label = label  # the stream's own name for it (legacy v1 id or blob digest), shortened
+        self.diff_id = ""
+        self._fileobj = fileobj
+        self._wants = wants
+
+    @property
+    def short(self) -> str:
+        """How hits name the layer: the diff id's first 12 hex digits (what ``docker inspect`` shows)."""
+        return self.diff_id.removeprefix("sha256:")[:12] or self.label
+
+    def files(self) -> Iterator[tuple[str, bytes]]:
+        raw = io.BufferedReader(self._fileobj, buffer_size=1 << 20)
+        source: Any = gzip.GzipFile(fileobj=raw) if raw.peek(2)[:2] == b"\x1f\x8b" else raw
+        hashing = _HashingReader(source)
+        try:
+            with tarfile.open(fileobj=hashing, mode="r|") as inner:
+                for member in inner:
+                    if not member.isfile() or not self._wants(member.size):
+                        continue
+                    f = inner.extractfile(member)
+                    if f is not None:
+                        yield member.name.lstrip("./"), f.read()
+        except (tarfile.TarError, OSError, EOFError):
+            pass  # not a layer (a config blob) or a format we cannot read: nothing more from it
+        while hashing.read(1 << 20):  # the tar's end padding: the diff id covers every byte
+            pass
+        self.diff_id = f"sha256:{hashing.digest.hexdigest()}"
+
+
+class _HashingReader(io.RawIOBase):
+    def __init__(self, source: Any) -> None:
+        self._source = source
+        self.digest = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        try:
+            data = self._source.read(len(b))
+        except (OSError, EOFError):
+            data = b""
+        n = len(data)
+        b[:n] = data
+        self.digest.update(data)
+        return n
+
+
+class SavedImage:
+    """One pass over ``image.save()``, layer by layer (each layer's files must be read before the next)."""
 
     def __init__(self, image: Any, client: Any = None) -> None:
         self.image = resolve_image(image, client)
-        self.diff_ids: dict[str, str] = {}
 
-    def files(self, wants: Callable[[int], bool] = lambda size: True) -> Iterator[tuple[str, bytes]]:
+    def layers(self, wants: Callable[[int], bool] = lambda size: True) -> Iterator[SavedLayer]:
         stream = io.BufferedReader(_ChunkStream(self.image.save(named=False)), buffer_size=1 << 20)
         with tarfile.open(fileobj=stream, mode="r|") as outer:
             for member in outer:
-                if not member.isfile():
-                    continue
                 name = member.name
-                fileobj = outer.extractfile(member)
-                if fileobj is None:
+                if not member.isfile() or not (name.endswith("layer.tar") or name.startswith("blobs/")):
                     continue
-                if name == "manifest.json":
-                    self._read_manifest(fileobj.read())
-                elif name.endswith("layer.tar") or name.startswith("blobs/"):
-                    yield from _layer_files(_layer_label(name), fileobj, wants)
-
-    def _read_manifest(self, data: bytes) -> None:
-        try:
-            layers = json.loads(data)[0]["Layers"]
-        except (ValueError, LookupError, TypeError):
-            return
-        diff_ids = _diff_ids(self.image)
-        if len(layers) == len(diff_ids):
-            self.diff_ids = {_layer_label(name): d for name, d in zip(layers, diff_ids, strict=True)}
+                fileobj = outer.extractfile(member)
+                if fileobj is not None:
+                    yield SavedLayer(_layer_label(name), fileobj, wants)
 
 
 def iter_image_files(image: Any, client: Any = None,
                      wants: Callable[[int], bool] = lambda size: True) -> Iterator[tuple[str, bytes]]:
-    """``(layer/path, content)`` of every regular file in every layer of ``image``."""
-    yield from SavedImage(image, client).files(wants)
+    """``(layer:/path, content)`` of every regular file in every layer of ``image``."""
+    for layer in SavedImage(image, client).layers(wants):
+        for path, data in layer.files():
+            yield f"{layer.label}:/{path}", data
 
 
 def base_layer_ids(image: Any, base_image: Any, client: Any = None) -> frozenset[str]:
@@ -127,23 +166,6 @@ def _layer_label(name: str) -> str:
     return (name.split("/")[-2] if name.endswith("layer.tar") else name.rsplit("/", 1)[-1])[:12]
 
 
-def _layer_files(label: str, fileobj: Any, wants: Callable[[int], bool]) -> Iterator[tuple[str, bytes]]:
-    try:
-        inner = tarfile.open(fileobj=fileobj, mode="r|*")
-    except tarfile.TarError:
-        return  # an image config or manifest blob, not a layer
-    with inner:
-        try:
-            for member in inner:
-                if not member.isfile() or not wants(member.size):
-                    continue
-                f = inner.extractfile(member)
-                if f is not None:
-                    yield f"{label}:/{member.name.lstrip('./')}", f.read()
-        except tarfile.TarError:
-            return
-
-
 def iter_final_files(image: Any, client: Any = None,
                      read: Callable[[str], bool] = lambda path: False) -> Iterator[tuple[str, bytes | None]]:
     """``(absolute path, content or None)`` of every regular file of the image's final filesystem.
@@ -170,49 +192,76 @@ def iter_final_files(image: Any, client: Any = None,
         container.remove(force=True)
 
 
-LAYERS_FILE = "layers.json"  # in an extracted image: {layer label: diff id}
+def cached_image_layers(image: Any, cache_root: Path | str, client: Any = None,
+                        wants: Callable[[int], bool] = lambda size: True) -> list[tuple[str, Path]]:
+    """``(diff id, folder)`` of every layer of ``image``, each extracted once under ``cache_root``.
 
-
-def cached_image_dir(image: Any, cache_root: Path, client: Any = None,
-                     wants: Callable[[int], bool] = lambda size: True) -> Path:
-    """Every layer's files of ``image`` extracted once under ``cache_root/<image id>/<layer>/...``.
-
-    Tasks of one repository share one environment image: the first audit pays for ``image.save()``,
-    the others search the extracted layers like a directory. ``layers.json`` beside the layer
-    folders maps each to its diff id. Written to a temporary directory and renamed, so concurrent
-    audits never see half an extraction.
+    Layers are stored by diff id (``layers/<hex>/``), so the base image's layers, shared by every
+    environment image, are on disk once; ``images/<image id>.json`` lists an image's layers in order.
+    The first audit of an image pays for ``image.save()``; later ones search folders. Each layer is
+    extracted into a temporary folder and renamed, so concurrent audits never see half a layer.
     """
     img = resolve_image(image, client)
-    target = Path(cache_root) / img.id.replace("sha256:", "")[:24]
-    if (target / LAYERS_FILE).is_file():
-        return target
-    Path(cache_root).mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=cache_root))
+    root = Path(cache_root)
+    index = root / "images" / f"{img.id.removeprefix('sha256:')[:24]}.json"
     try:
-        saved = SavedImage(img, client)
-        for label, data in saved.files(wants):
-            layer, path = label.split(":/", 1)
-            dest = tmp / layer / path
+        listed = [str(d) for d in json.loads(index.read_text())]
+    except (OSError, ValueError, TypeError):
+        listed = []
+    if listed and all(_layer_dir(root, d).is_dir() for d in listed):
+        return [(d, _layer_dir(root, d)) for d in listed]
+    (root / "layers").mkdir(parents=True, exist_ok=True)
+    found = [_extract_layer(root, layer) for layer in SavedImage(img, client).layers(wants)]
+    in_order = _diff_ids(img)
+    order = in_order if sorted(in_order) == sorted(found) else found
+    _write_atomic(index, json.dumps(order))
+    return [(d, _layer_dir(root, d)) for d in order]
+
+
+def forget_cached_image(cache_root: Path | str, image_id: str) -> None:
+    """Drop ``image_id`` from the layer cache, and every layer no other cached image lists."""
+    root = Path(cache_root)
+    (root / "images" / f"{image_id.removeprefix('sha256:')[:24]}.json").unlink(missing_ok=True)
+    kept: set[str] = set()
+    for other in (root / "images").glob("*.json"):
+        try:
+            kept.update(_layer_dir(root, str(d)).name for d in json.loads(other.read_text()))
+        except (OSError, ValueError, TypeError):
+            return  # cannot tell what is still in use: keep every layer
+    for layer in (root / "layers").glob("*"):
+        if layer.is_dir() and not layer.name.startswith(".") and layer.name not in kept:
+            shutil.rmtree(layer, ignore_errors=True)
+
+
+def _layer_dir(root: Path, diff_id: str) -> Path:
+    return root / "layers" / diff_id.removeprefix("sha256:")[:32]
+
+
+def _extract_layer(root: Path, layer: SavedLayer) -> str:
+    tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=root / "layers"))
+    try:
+        for path, data in layer.files():
+            dest = tmp / path
             if not dest.resolve().is_relative_to(tmp.resolve()):
                 continue
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(data)
-        (tmp / LAYERS_FILE).write_text(json.dumps(saved.diff_ids, sort_keys=True))
-        if target.is_dir() and not (target / LAYERS_FILE).is_file():
-            shutil.rmtree(target, ignore_errors=True)  # extracted by an older taskforge, without layers.json
-        try:
-            os.rename(tmp, target)
-        except OSError:  # another audit finished first: keep its copy
-            shutil.rmtree(tmp, ignore_errors=True)
+        target = _layer_dir(root, layer.diff_id)
+        if target.is_dir():
+            shutil.rmtree(tmp, ignore_errors=True)  # another image (the same base) brought it already
+        else:
+            try:
+                os.rename(tmp, target)
+            except OSError:  # another audit finished it first: keep its copy
+                shutil.rmtree(tmp, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return target
+    return layer.diff_id
 
 
-def cached_layer_ids(extracted: Path) -> dict[str, str]:
-    """``{layer label: diff id}`` of an image extracted by ``cached_image_dir``."""
-    try:
-        return dict(json.loads((Path(extracted) / LAYERS_FILE).read_text()))
-    except (OSError, ValueError):
-        return {}
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)

@@ -167,30 +167,40 @@ def _layer_id(i: int) -> str:
     return f"{i:x}" * 64  # the legacy v1 id a classic docker-save stream names layer i by
 
 
+def _layer_tar(files: dict[str, bytes]) -> bytes:
+    layer = io.BytesIO()
+    with tarfile.open(fileobj=layer, mode="w") as ltf:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            ltf.addfile(info, io.BytesIO(data))
+    return layer.getvalue()
+
+
 class _FakeImage:
-    """The docker SDK seam: ``save()`` yields a docker-save tar in chunks (classic layer.tar format)."""
+    """The docker SDK seam: ``save()`` yields a docker-save tar in chunks (classic layer.tar format);
+    ``attrs["RootFS"]["Layers"]`` holds the layers' diff ids (sha256 of each layer tar), as docker's."""
 
     def __init__(self, layers: list[dict[str, bytes]], base: _FakeImage | None = None) -> None:
-        self._layers = (base._layers if base else []) + layers
-        diff_ids = [f"sha256:{hashlib.sha256(repr(sorted(f.items())).encode()).hexdigest()}" for f in self._layers]
-        self.id = f"sha256:{hashlib.sha256(repr(diff_ids).encode()).hexdigest()}"
-        self.attrs = {"RootFS": {"Type": "layers", "Layers": diff_ids}}
+        self._tars = (base._tars if base else []) + [_layer_tar(files) for files in layers]
+        self.diff_ids = [f"sha256:{hashlib.sha256(t).hexdigest()}" for t in self._tars]
+        self.id = f"sha256:{hashlib.sha256(repr(self.diff_ids).encode()).hexdigest()}"
+        self.attrs = {"RootFS": {"Type": "layers", "Layers": self.diff_ids}}
+        self.saves = 0
+
+    def label(self, i: int) -> str:
+        """How a hit names layer ``i``: its diff id's first 12 hex digits."""
+        return self.diff_ids[i].removeprefix("sha256:")[:12]
 
     def save(self, named: bool = False, chunk_size: int = 4096):  # type: ignore[no-untyped-def]
+        self.saves += 1
         outer = io.BytesIO()
         with tarfile.open(fileobj=outer, mode="w") as otf:
-            for i, files in enumerate(self._layers):
-                layer = io.BytesIO()
-                with tarfile.open(fileobj=layer, mode="w") as ltf:
-                    for name, data in files.items():
-                        info = tarfile.TarInfo(name)
-                        info.size = len(data)
-                        ltf.addfile(info, io.BytesIO(data))
+            for i, data in reversed(list(enumerate(self._tars))):  # docker's order is not the layers' order
                 info = tarfile.TarInfo(f"{_layer_id(i)}/layer.tar")
-                info.size = layer.tell()
-                layer.seek(0)
-                otf.addfile(info, layer)
-            manifest = json.dumps([{"Layers": [f"{_layer_id(i)}/layer.tar" for i in range(len(self._layers))]}]).encode()
+                info.size = len(data)
+                otf.addfile(info, io.BytesIO(data))
+            manifest = json.dumps([{"Layers": [f"{_layer_id(i)}/layer.tar" for i in range(len(self._tars))]}]).encode()
             info = tarfile.TarInfo("manifest.json")
             info.size = len(manifest)
             otf.addfile(info, io.BytesIO(manifest))
@@ -204,20 +214,31 @@ def test_image_layers_even_when_a_later_layer_deletes_the_file(task: LeakTask) -
                         {f"{site}/minipkg/.wh.textops.py": b""}])
     result = _audit(task, image=leaky)
     assert "image" in result.channels
-    assert [h.path for h in result.hits] == [_layer_id(0)[:12] + f":/{site}/minipkg/textops.py"]
+    assert [h.path for h in result.hits] == [leaky.label(0) + f":/{site}/minipkg/textops.py"]
     assert _audit(task, image=_FakeImage([{f"{site}/other.py": b"x = 1\n"}])).passed
 
 
-def test_image_cache_extracts_layers_once(task: LeakTask, tmp_path: Path) -> None:
+def test_image_cache_extracts_each_layer_once_across_images(task: LeakTask, tmp_path: Path) -> None:
     site = "usr/lib/python3.11/site-packages"
+    base = _FakeImage([{"usr/lib/python3.11/os.py": b"import sys\n" * 50}])
     leaky = _FakeImage([{f"{site}/minipkg/textops.py": task.original_module.read_bytes()},
-                        {f"{site}/minipkg/.wh.textops.py": b""}])
+                        {f"{site}/minipkg/.wh.textops.py": b""}], base=base)
     first = _audit(task, image=leaky, image_cache=tmp_path / "cache")
-    expected = [_layer_id(0)[:12] + f":/{site}/minipkg/textops.py"]
-    assert [h.path for h in first.hits] == expected
-    leaky.save = None  # type: ignore[method-assign]  # a second audit must not read the image again
+    expected = [leaky.label(1) + f":/{site}/minipkg/textops.py"]
+    assert [h.path for h in first.hits] == expected and leaky.saves == 1
     assert [h.path for h in _audit(task, image=leaky, image_cache=tmp_path / "cache").hits] == expected
-    assert len(list((tmp_path / "cache").iterdir())) == 1
+    assert leaky.saves == 1  # the second audit searched the cache, it did not save the image again
+    other = _FakeImage([{f"{site}/other.py": b"x = 1\n"}], base=base)
+    assert _audit(task, image=other, image_cache=tmp_path / "cache").passed
+    layers = sorted(p.name for p in (tmp_path / "cache" / "layers").iterdir())
+    assert layers == sorted({d.removeprefix("sha256:")[:32] for d in leaky.diff_ids + other.diff_ids})  # base once
+    assert [p.name.startswith(".") for p in (tmp_path / "cache" / "layers").iterdir()].count(True) == 0
+
+    from taskforge.image_files import forget_cached_image
+
+    forget_cached_image(tmp_path / "cache", leaky.id)  # its own layers go, the shared base stays
+    assert sorted(p.name for p in (tmp_path / "cache" / "layers").iterdir()) == \
+        sorted(d.removeprefix("sha256:")[:32] for d in other.diff_ids)
 
 
 @pytest.mark.parametrize("cached", [False, True])
@@ -230,10 +251,10 @@ def test_base_image_layers_are_not_searched(task: LeakTask, tmp_path: Path, cach
     cache = tmp_path / "cache" if cached else None
     assert _audit(task, image=env, image_cache=cache, base_image=base).passed
     found = _audit(task, image=env, image_cache=cache)  # no base given: every layer is searched
-    assert [h.path for h in found.hits] == [_layer_id(0)[:12] + ":/usr/lib/python3.11/textops_twin.py"]
+    assert [h.path for h in found.hits] == [env.label(0) + ":/usr/lib/python3.11/textops_twin.py"]
     leaky_env = _FakeImage([{f"{site}/minipkg/textops.py": task.original_module.read_bytes()}], base=base)
     hits = _audit(task, image=leaky_env, image_cache=cache, base_image=base).hits
-    assert [h.path for h in hits] == [_layer_id(1)[:12] + f":/{site}/minipkg/textops.py"]
+    assert [h.path for h in hits] == [leaky_env.label(1) + f":/{site}/minipkg/textops.py"]
     stranger = _FakeImage([{"x.py": b"y = 2\n"}])  # not env's base: nothing is skipped
     assert not _audit(task, image=env, image_cache=cache, base_image=stranger).passed
 

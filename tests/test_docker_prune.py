@@ -41,8 +41,10 @@ def test_prune_removes_what_no_run_can_use(tmp_path) -> None:
     orphan = _build(client, "FROM scratch\nCOPY f.txt /orphan.txt\n", tag=f"{REPO}:orphan",
                     labels=_env_label("sha256:" + "0" * 64))
     stage = _build(client, f"FROM scratch\nCOPY f.txt {VENV}/stage-{tmp_path.name}.txt\n")  # untagged: dangling
-    cache = tmp_path / "audit-images"
-    (cache / orphan.id.replace("sha256:", "")[:24]).mkdir(parents=True)
+    cache = tmp_path / "audit-images"  # the audit's layer cache holds the orphan's one layer
+    (cache / "layers" / ("ab" * 16)).mkdir(parents=True)
+    (cache / "images").mkdir()
+    (cache / "images" / f"{orphan.id.removeprefix('sha256:')[:24]}.json").write_text(json.dumps(["sha256:" + "ab" * 32]))
     try:
         planned = prune_env_images(client, repository=REPO, dry_run=True, audit_cache=cache, stage_min_age_s=0)
         reasons = {p.image_id: p.reason for p in planned}
@@ -53,7 +55,7 @@ def test_prune_removes_what_no_run_can_use(tmp_path) -> None:
 
         done = {p.image_id: p for p in prune_env_images(client, repository=REPO, audit_cache=cache, stage_min_age_s=0)}
         assert done[orphan.id].removed and done[stage.id].removed
-        assert not (cache / orphan.id.replace("sha256:", "")[:24]).exists()
+        assert list((cache / "images").iterdir()) == [] and list((cache / "layers").iterdir()) == []
         assert [i.id for i in client.images.list(name=REPO)] == [live.id]
 
         assert prune_env_images(client, repository=REPO, older_than_days=1) == []  # live is minutes old

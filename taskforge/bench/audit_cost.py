@@ -7,7 +7,7 @@ times (median reported): fingerprinting, the workspace channel, the git channel,
 channel over a virtualenv (``--env-dir``; default: the interpreter's own environment, ``sys.prefix``:
 thousands of files of real third-party code, so it is also a false-positive check: it must find
 nothing), and optionally an image (``--image TAG``, docker SDK): streamed each time, and through the
-per-image layer cache (first audit extracts, later ones reuse).
+layer cache (the first audit extracts each layer, by diff id; later ones, of any image sharing it, reuse it).
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ def audit(
                 raise SandboxError(f"--images needs a Docker engine, none answered ({exc}); start dockerd "
                                    "or drop --images") from exc
         start = time.monotonic()
-        image_cache = Settings.load().work_dir / "audit-images" if images else None  # layers extracted once per image
+        image_cache = Settings.load().work_dir / "audit-images" if images else None  # each layer extracted once, by diff id
         results = [reaudit(data, t, env_dir=env_dir, image=(t.image_name or None) if images else None,
                            docker_client=client, git_mode="none" if no_git else "fresh",
                            image_cache=image_cache) for t in tasks]
