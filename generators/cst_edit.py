@@ -14,12 +14,15 @@ import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from generators import cst_metrics
 from generators.index_visitor import absolute_name
+
+_ImportNode = TypeVar("_ImportNode", cst.Import, cst.ImportFrom)
 
 DefKey = tuple[str, int]  # (qualified name, first line incl. decorators)
 BodyMaker = Callable[[cst.FunctionDef], cst.BaseSuite]
@@ -318,22 +321,22 @@ class _DropImports(cst.CSTTransformer):
 
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import
                      ) -> cst.Import | cst.RemovalSentinel:
-        keep = [a for a in updated_node.names if _alias_binding(a, False) not in self.dead]
-        if len(keep) == len(updated_node.names):
-            return updated_node
-        return cst.RemovalSentinel.REMOVE if not keep else updated_node.with_changes(
-            names=_fix_commas(updated_node.names, keep))
+        return self._without_dead(updated_node, from_import=False)
 
     def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
                          ) -> cst.ImportFrom | cst.RemovalSentinel:
         if isinstance(updated_node.names, cst.ImportStar) or updated_node.module is not None and \
                 cst.helpers.get_full_name_for_node(updated_node.module) == "__future__":
             return updated_node
-        keep = [a for a in updated_node.names if _alias_binding(a, True) not in self.dead]
-        if len(keep) == len(updated_node.names):
-            return updated_node
-        return cst.RemovalSentinel.REMOVE if not keep else updated_node.with_changes(
-            names=_fix_commas(updated_node.names, keep))
+        return self._without_dead(updated_node, from_import=True)
+
+    def _without_dead(self, node: _ImportNode, from_import: bool) -> _ImportNode | cst.RemovalSentinel:
+        """``node`` (an import) without its dead names; removed when none is left."""
+        assert not isinstance(node.names, cst.ImportStar)  # ``leave_ImportFrom`` keeps those as they are
+        keep = [a for a in node.names if _alias_binding(a, from_import) not in self.dead]
+        if len(keep) == len(node.names):
+            return node
+        return cst.RemovalSentinel.REMOVE if not keep else node.with_changes(names=_fix_commas(node.names, keep))
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
                             ) -> cst.IndentedBlock:

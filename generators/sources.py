@@ -31,6 +31,7 @@ from typing import Any
 import git
 
 from sandboxes.process import run_capture
+from taskforge.atomic_files import write_atomic
 from taskforge.errors import SourceError
 
 _FIXED_DATE = "2000-01-01T00:00:00+00:00"
@@ -173,7 +174,7 @@ def _from_pypi(source: str, raw_name: str, version: str, work_dir: Path) -> Repo
         shutil.rmtree(tmp, ignore_errors=True)
     snap = _snapshot(source, name, version, target)
     alias.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(alias, json.dumps(snap.to_dict(), indent=2))
+    write_atomic(alias, json.dumps(snap.to_dict(), indent=2))
     return snap
 
 
@@ -305,12 +306,6 @@ def _snapshot(source: str, name: str, version: str, target: Path) -> RepoSnapsho
 
 def _git_env() -> dict[str, str]:
     return {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1"}
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def _first_line(exc: object) -> str:

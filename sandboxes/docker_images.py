@@ -20,6 +20,7 @@ the runner, the template), so every task of a repository reuses one image. Build
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -318,7 +319,8 @@ def prune_env_images(client: docker.DockerClient, *, older_than_days: float | No
 
     Always: images whose recorded base image is gone (the tag hashes the base id, so a new base
     never hits them) and the dangling first stages of env builds (they hold the CA bundle and pip's
-    downloads) once ``stage_min_age_s`` old (a build in progress still needs its first stage). ``older_than_days``: also images created longer ago. ``everything``: every env image.
+    downloads) once ``stage_min_age_s`` old (a build in progress still needs its first stage).
+    ``older_than_days``: also images created longer ago. ``everything``: every env image.
     Images of a running container are kept (the engine refuses; reported as ``error``). The layer
     extractions of removed images under ``audit_cache`` go too.
     """
@@ -343,12 +345,11 @@ def prune_env_images(client: docker.DockerClient, *, older_than_days: float | No
         if not dry_run:
             try:
                 client.images.remove(image.id, force=len(image.tags) > 1)
-                entry = PrunedImage(entry.image_id, entry.tags, entry.size_mb, reason, removed=True)
-            except docker.errors.ImageNotFound:
-                entry = PrunedImage(entry.image_id, entry.tags, entry.size_mb, reason, removed=True)
+                entry = dataclasses.replace(entry, removed=True)
+            except docker.errors.ImageNotFound:  # gone already (an untagged parent goes with its child)
+                entry = dataclasses.replace(entry, removed=True)
             except docker.errors.APIError as exc:
-                entry = PrunedImage(entry.image_id, entry.tags, entry.size_mb, reason,
-                                    error=str(exc.explanation or exc)[:200])
+                entry = dataclasses.replace(entry, error=str(exc.explanation or exc)[:200])
             if entry.removed and audit_cache is not None:
                 forget_cached_image(audit_cache, image.id)
         out.append(entry)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from taskforge.atomic_files import write_atomic
 from taskforge.entities import Entity
 
 SCHEMA_VERSION = 1
@@ -83,9 +84,7 @@ class CoverageMap:
                     for f, per in d.get("files", {}).items()})
 
     def save(self, path: Path) -> None:
-        tmp = Path(f"{path}.tmp")
-        tmp.write_text(json.dumps(self.to_dict(), separators=(",", ":")))
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(self.to_dict(), separators=(",", ":")))
 
     @classmethod
     def load(cls, path: Path) -> CoverageMap:

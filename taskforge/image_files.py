@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from taskforge.atomic_files import write_atomic
 from taskforge.errors import SandboxError
 
 
@@ -214,7 +215,7 @@ def cached_image_layers(image: Any, cache_root: Path | str, client: Any = None,
     found = [_extract_layer(root, layer) for layer in SavedImage(img, client).layers(wants)]
     in_order = _diff_ids(img)
     order = in_order if sorted(in_order) == sorted(found) else found
-    _write_atomic(index, json.dumps(order))
+    write_atomic(index, json.dumps(order))
     return [(d, _layer_dir(root, d)) for d in order]
 
 
@@ -258,10 +259,3 @@ def _extract_layer(root: Path, layer: SavedLayer) -> str:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return layer.diff_id
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from generators.candidates import Candidate, interleave, propose
+from taskforge.atomic_files import write_atomic
 from taskforge.errors import ConfigError, TaskforgeError
 from taskforge.executors import Executor
 from taskforge.outcomes import Rejected, RejectReason
@@ -120,14 +120,6 @@ def _journal_path(journal: Path, candidate_id: str) -> Path:
     return journal / (hashlib.sha256(candidate_id.encode()).hexdigest()[:24] + ".json")
 
 
-def _write_atomic(path: Path, payload: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, sort_keys=True))
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def _read_journal(path: Path) -> CandidateResult | None:
     try:
         return CandidateResult.from_dict(json.loads(path.read_text()))
@@ -192,7 +184,8 @@ def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: 
             if isinstance(res, BaseException):
                 res = CandidateResult(cand.candidate_id, rejected=Rejected(
                     cand.candidate_id, RejectReason.INTERNAL_ERROR, f"{type(res).__name__}: {res}"))
-            _write_atomic(_journal_path(journal, cand.candidate_id), res.to_dict())
+            write_atomic(_journal_path(journal, cand.candidate_id), json.dumps(res.to_dict(), sort_keys=True),
+                         durable=True)
             results[cand.candidate_id] = res
             emit("candidate", {"source": profile.source, "candidate": cand.candidate_id,
                                "accepted": res.task is not None,

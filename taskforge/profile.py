@@ -11,7 +11,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from generators.env_detect import detect_env
 from generators.sources import RepoSnapshot, resolve_source
 from sandboxes.local import full_suite_paths
 from sandboxes.protocol import RunRequest, Sandbox
+from taskforge.atomic_files import write_atomic
 from taskforge.baseline import Baseline, compute_baseline
 from taskforge.coverage_map import CoverageMap, coverage_percent, covered_entities, statement_lines
 from taskforge.entities import Entity
@@ -242,6 +242,4 @@ def _workspace(snapshot: RepoSnapshot, work_dir: Path) -> Iterator[Path]:
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    tmp = Path(f"{path}.tmp")
-    tmp.write_text(json.dumps(obj, indent=1, sort_keys=False))
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(obj, indent=1, sort_keys=False))

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from taskforge.atomic_files import fsync_dir, write_atomic
 from taskforge.errors import DatasetError
 
 FORMAT = "taskforge-dataset"
@@ -40,27 +41,16 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def commit_file(tmp: Path, final: Path) -> None:
     """fsync ``tmp`` and rename it over ``final`` (atomic on POSIX), then fsync the directory."""
     with open(tmp, "rb") as f:
         os.fsync(f.fileno())
     os.replace(tmp, final)
-    _fsync_dir(final.parent)
+    fsync_dir(final.parent)
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    commit_file(tmp, path)
+    write_atomic(path, data, durable=True)
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:

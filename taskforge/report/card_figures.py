@@ -11,17 +11,12 @@ card and page show the same figures.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from taskforge.atomic_files import write_atomic
 
 FIGURES_DIR = "figures"
 _ANCHOR = "\n## Loading"
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def write_figures(root: Path | str) -> list[tuple[str, str, str]]:
@@ -40,7 +35,7 @@ def write_figures(root: Path | str) -> list[tuple[str, str, str]]:
     folder.mkdir(exist_ok=True)
     written = []
     for spec in specs:
-        _write_atomic(folder / f"{spec.key}.png", to_png(spec.spec))
+        write_atomic(folder / f"{spec.key}.png", to_png(spec.spec))
         written.append((f"{FIGURES_DIR}/{spec.key}.png", spec.title, spec.caption))
     keep = {Path(p).name for p, _, _ in written}
     for stale in folder.glob("*.png"):

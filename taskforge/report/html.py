@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from taskforge.atomic_files import write_atomic
 from taskforge.report.assets import CSS, FIGURES_JS, JS
 from taskforge.report.data import ReportData, TaskSummary
 from taskforge.report.figures import FigureSpec, figure_specs
@@ -194,11 +194,7 @@ def build_report(root: Path | str, train_log: Path | str | None = None, *,
 
 def write_report(root: Path | str, out: Path | str, train_log: Path | str | None = None, *,
                  assets_dir: Path | str | None = None) -> Path:
-    """Write the report of ``root`` to ``out`` atomically (``out.tmp``, then rename); returns ``out``."""
-    page = build_report(root, train_log, assets_dir=assets_dir)
+    """Write the report of ``root`` to ``out`` atomically (temporary file, then rename); returns ``out``."""
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, out)
+    write_atomic(out, build_report(root, train_log, assets_dir=assets_dir))
     return out

@@ -17,10 +17,10 @@ rename); where that folder cannot be written it is built in memory each time ins
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from taskforge.atomic_files import write_atomic
 
 VEGA_LITE_VERSION = "5.21"  # the newest 5.x vl-convert 1.9 ships; must be in vl_convert.get_vegalite_versions()
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
@@ -56,19 +56,6 @@ def _build_bundle() -> str:
     return js.replace("</script", "<\\/script").replace("<!--", "<\\!--")
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; the cache is as readable as a pip cache
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _read_complete(path: Path) -> str | None:
     try:
         text = path.read_text(encoding="utf-8")
@@ -92,7 +79,7 @@ def javascript_bundle(cache_dir: Path | str | None = None, *, vendored: bool = T
         return text
     text = _build_bundle()
     try:
-        _write_atomic(path, text)
+        write_atomic(path, text)
     except OSError:
         pass  # read-only or missing work area: the page still gets the bundle built in memory
     return text
@@ -116,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.vendor:
         parser.print_help()
         return 2
-    _write_atomic(vendored_bundle_path(), _build_bundle())
+    write_atomic(vendored_bundle_path(), _build_bundle())
     print(f"{vendored_bundle_path()} (vl-convert {_vlc().__version__}, Vega-Lite {VEGA_LITE_VERSION})")
     return 0
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -43,6 +42,7 @@ from typing import Any, Protocol
 import numpy as np
 from torch.utils.data import Sampler
 
+from taskforge.atomic_files import write_atomic
 from taskforge.errors import ConfigError
 from taskforge.task import Task
 
@@ -251,10 +251,7 @@ class _SamplerBase(Sampler[int]):
 
     def save(self, path: str | Path) -> None:
         """Write ``state_dict()`` as JSON, atomically (temporary file, then rename)."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.state_dict()))
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(self.state_dict()))
 
     def load(self, path: str | Path) -> None:
         self.load_state_dict(json.loads(Path(path).read_text()))

@@ -22,7 +22,6 @@ Deviations and options:
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import time
 from collections import Counter
@@ -35,6 +34,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from taskforge.atomic_files import write_atomic
 from taskforge.errors import ConfigError, DatasetError
 from taskforge.rl.curriculum import CurriculumSampler, GroupOutcome, TaskSampler
 from taskforge.rl.grading import GradedGroup, Grader
@@ -146,19 +146,13 @@ def run_step(step: int, tasks: Sequence[Task], policy: Policy, grader: Grader, s
         loss=report.get("loss"), policy={k: float(v) for k, v in report.items()}, flags=dict(sorted(flags.items())))
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def _truncate_log(log_path: Path, upto_step: int) -> None:
     """Keep the log lines of steps <= ``upto_step`` (a crash may have logged a step it did not save)."""
     if not log_path.exists():
         return
     keep = [line for line in log_path.read_text().splitlines()
             if line.strip() and json.loads(line).get("step", 0) <= upto_step]
-    _atomic_write(log_path, "".join(line + "\n" for line in keep))
+    write_atomic(log_path, "".join(line + "\n" for line in keep))
 
 
 class _LiveView:
@@ -238,7 +232,7 @@ def train(dataset: str | Path | Sequence[Task], policy: Policy, grader: Grader, 
                     fh.write(json.dumps(m.to_dict()) + "\n")
             if state_file:
                 state_file.parent.mkdir(parents=True, exist_ok=True)
-                _atomic_write(state_file, json.dumps({"version": STATE_VERSION, "step": step,
+                write_atomic(state_file, json.dumps({"version": STATE_VERSION, "step": step,
                                                       "sampler": sampler.state_dict(),
                                                       "policy": policy.state_dict()}))
             view.show(m)
