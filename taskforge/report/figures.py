@@ -12,6 +12,7 @@ is given. Specs are deterministic: same data, same dict, in the same order; no t
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections import Counter
@@ -88,8 +89,7 @@ def _counts(values: Sequence[float], edges: Sequence[float]) -> list[int]:
     counts = [0] * (len(edges) - 1)
     for v in values:
         if edges[0] <= v <= edges[-1]:
-            k = next((i for i in range(len(counts)) if v < edges[i + 1]), len(counts) - 1)
-            counts[k] += 1
+            counts[min(bisect.bisect_right(edges, v) - 1, len(counts) - 1)] += 1
     return counts
 
 
