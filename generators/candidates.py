@@ -29,8 +29,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from taskforge.entities import Entity, EntityKind
-from taskforge.outcomes import Rejected, RejectReason
+from taskforge.core.entities import Entity, EntityKind
+from taskforge.core.outcomes import Rejected, RejectReason
 
 _TEST_SUPPORT_MODULES = frozenset({"testing", "_testing", "conftest", "tests", "test", "pytest_plugin"})
 
@@ -94,7 +94,7 @@ def _dependents(entity: Entity) -> int:
 
 
 def propose(profile: Any, strategies: Sequence[Any], seed: int = 0) -> tuple[list[Candidate], list[Rejected]]:
-    """Rank the candidates of every strategy; see the module docstring. ``profile``: ``taskforge.profile.Profile``."""
+    """Rank the candidates of every strategy; see the module docstring. ``profile``: ``taskforge.profile.build.Profile``."""
     candidates: list[Candidate] = []
     rejected: list[Rejected] = []
     for entity in profile.entities:

@@ -2,7 +2,7 @@
 
 The file maps hold the full text of every touched file before and after (``None`` = the file is
 absent), so the broken workspace is the original plus ``files_after``, and the gold patch is
-``taskforge.patches.diff(files_after, files_before)``.
+``taskforge.core.patches.diff(files_after, files_before)``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from taskforge.patches import diff, patch_paths
+from taskforge.core.patches import diff, patch_paths
 
 
 @dataclass(frozen=True, slots=True)

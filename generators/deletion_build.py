@@ -15,8 +15,8 @@ import libcst as cst
 from generators import cst_edit, cst_metrics
 from generators.deletion import Deletion, removed_lines
 from generators.static_index import StaticIndex, contains
-from taskforge.entities import Entity, Reference
-from taskforge.outcomes import Rejected, RejectReason
+from taskforge.core.entities import Entity, Reference
+from taskforge.core.outcomes import Rejected, RejectReason
 
 USE_KINDS = frozenset({"call", "name", "attribute"})
 

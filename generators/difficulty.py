@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 
 from generators.deletion import Deletion
-from taskforge.task import Difficulty
+from taskforge.core.task import Difficulty
 
 STRATEGY_TIERS = {"stub": 0, "delete": 1, "module": 2}
 

@@ -20,8 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from generators.sources import normalise_name
-from taskforge.environment import EnvSpec
+from taskforge.core.environment import EnvSpec, normalise_name
 
 TEST_EXTRAS = ("test", "tests", "testing")
 DEV_EXTRAS = ("dev", "develop", "development")

@@ -28,7 +28,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from generators import cst_edit
 from generators.static_index import StaticIndex
-from taskforge.entities import EntityKind
+from taskforge.core.entities import EntityKind
 
 TestPath = tuple[str, ...]  # ("TestClass", "test_method") or ("test_function",)
 

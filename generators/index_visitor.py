@@ -14,7 +14,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, QualifiedNameSource
 
 from generators import cst_metrics
-from taskforge.entities import Entity, EntityKind
+from taskforge.core.entities import Entity, EntityKind
 
 
 @dataclass(frozen=True, slots=True)

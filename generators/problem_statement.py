@@ -24,7 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 from generators.deletion import Deletion
 from generators.deletion_build import USE_KINDS
 from generators.static_index import StaticIndex
-from taskforge.entities import Entity, EntityKind
+from taskforge.core.entities import Entity, EntityKind
 
 MAX_USAGES = 8
 USAGE_KINDS = USE_KINDS | {"import", "reexport", "all"}

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from taskforge.entities import Entity
-from taskforge.outcomes import Rejected
+from taskforge.core.entities import Entity
+from taskforge.core.outcomes import Rejected
 
 if TYPE_CHECKING:
     from generators.deletion import Deletion

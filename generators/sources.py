@@ -30,9 +30,10 @@ from typing import Any
 
 import git
 
-from sandboxes.process import run_capture
-from taskforge.atomic_files import write_atomic
-from taskforge.errors import SourceError
+from taskforge.core.environment import normalise_name
+from taskforge.core.errors import SourceError
+from taskforge.core.files import write_atomic
+from taskforge.core.process import run_capture
 
 _FIXED_DATE = "2000-01-01T00:00:00+00:00"
 _AUTHOR = ("taskforge", "taskforge@localhost")
@@ -67,11 +68,6 @@ class RepoSnapshot:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RepoSnapshot:
         return cls(d["source"], d["name"], d["version"], d["path"], d["commit"], d["created_at"])
-
-
-def normalise_name(name: str) -> str:
-    """PEP 503 normalisation: ``Foo_Bar.baz`` -> ``foo-bar-baz``."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def resolve_source(source: str, work_dir: Path, rev: str | None = None) -> RepoSnapshot:

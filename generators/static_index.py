@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from generators.index_visitor import FileFacts, RawRef, index_file
-from taskforge.entities import Entity, EntityKind, Reference
-from taskforge.environment import EnvSpec
+from taskforge.core.entities import Entity, EntityKind, Reference
+from taskforge.core.environment import EnvSpec
 
 INDEX_VERSION = 1
 

@@ -23,8 +23,8 @@ from generators import cst_edit
 from generators.deletion import Deletion
 from generators.deletion_build import USE_KINDS, build, is_use, module_name_of, top_level
 from generators.static_index import StaticIndex
-from taskforge.entities import Entity, EntityKind, Reference
-from taskforge.outcomes import Rejected, RejectReason
+from taskforge.core.entities import Entity, EntityKind, Reference
+from taskforge.core.outcomes import Rejected, RejectReason
 
 MAX_DEPENDENTS = 3
 MAX_DEPENDENT_STATEMENTS = 6

@@ -18,8 +18,8 @@ from generators.deletion import Deletion
 from generators.deletion_build import build
 from generators.static_index import StaticIndex
 from generators.strategy_delete import MAX_DEPENDENTS, deletion_edits, plan_deletion
-from taskforge.entities import Entity, EntityKind
-from taskforge.outcomes import Rejected, RejectReason
+from taskforge.core.entities import Entity, EntityKind
+from taskforge.core.outcomes import Rejected, RejectReason
 
 
 class ModuleStrategy:

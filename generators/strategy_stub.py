@@ -13,8 +13,8 @@ from generators import cst_edit
 from generators.deletion import Deletion
 from generators.deletion_build import build, module_name_of
 from generators.static_index import StaticIndex
-from taskforge.entities import Entity, EntityKind
-from taskforge.outcomes import Rejected, RejectReason
+from taskforge.core.entities import Entity, EntityKind
+from taskforge.core.outcomes import Rejected, RejectReason
 
 
 class StubStrategy:

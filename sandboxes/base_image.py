@@ -26,7 +26,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from taskforge.errors import SandboxError
+from taskforge.core.errors import SandboxError
 
 DEFAULT_TAG = "taskforge/base:bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"

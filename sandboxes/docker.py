@@ -3,7 +3,7 @@
 Everything goes through the docker SDK (never the ``docker`` CLI). ``prepare`` builds or reuses the
 environment image (``sandboxes.docker_images``). ``run`` creates a container from it, copies the
 workspace in with ``put_archive`` (an in-memory tar), starts the in-sandbox runner
-(``sandboxes/pytest_runner.py``, baked into the image), waits with a wall-clock limit, reads the
+(``sandboxes/runner/pytest_runner.py``, baked into the image), waits with a wall-clock limit, reads the
 report (and coverage) back with ``get_archive`` and removes the container and its volume in every case.
 
 Threat model. The code under test is untrusted but not a kernel exploit. Each claim is checked on a
@@ -46,10 +46,10 @@ from docker.types import Mount
 from sandboxes.docker_images import MOUNT, RUNNER, VENV, EnvImages, read_file, tar_bytes, tar_directory
 from sandboxes.local import build_request, run_env
 from sandboxes.protocol import CoverageContexts, RunOutput, RunRequest
-from taskforge.environment import EnvSpec, PreparedEnv
-from taskforge.errors import SandboxError
-from taskforge.settings import Settings
-from taskforge.testreport import TestReport
+from taskforge.core.environment import EnvSpec, PreparedEnv
+from taskforge.core.errors import SandboxError
+from taskforge.core.settings import Settings
+from taskforge.core.testreport import TestReport
 
 USER_ID = 65534  # "nobody" in Debian and in python:*-slim
 WORKSPACE = f"{MOUNT}/workspace"

@@ -38,10 +38,10 @@ import docker
 import docker.errors
 import requests.exceptions
 
-from taskforge.environment import EnvSpec, PreparedEnv
-from taskforge.errors import EnvironmentBuildError, SandboxError
-from taskforge.image_files import forget_cached_image
-from taskforge.settings import Settings
+from taskforge.audit.image_layers import forget_cached_image
+from taskforge.core.environment import EnvSpec, PreparedEnv
+from taskforge.core.errors import EnvironmentBuildError, SandboxError
+from taskforge.core.settings import Settings
 
 IMAGE_REPOSITORY = "taskforge-env"
 VENV = "/opt/taskforge/venv"
@@ -55,7 +55,7 @@ _HERE = Path(__file__).resolve().parent
 _TEMPLATE = _HERE / "templates" / "env.Dockerfile"
 _RESOLVE = _HERE / "templates" / "resolve_env.py"
 _DIST_INFO = _HERE / "templates" / "install_dist_info.py"
-_RUNNER_SRC = _HERE / "pytest_runner.py"
+_RUNNER_SRC = _HERE / "runner" / "pytest_runner.py"
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,15 +41,14 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from generators.sources import normalise_name
-from sandboxes.process import run_capture
 from sandboxes.protocol import CoverageContexts, RunOutput, RunRequest
-from taskforge.environment import EnvSpec, PreparedEnv
-from taskforge.errors import EnvironmentBuildError
-from taskforge.settings import Settings
-from taskforge.testreport import TestReport
+from taskforge.core.environment import EnvSpec, PreparedEnv, normalise_name
+from taskforge.core.errors import EnvironmentBuildError
+from taskforge.core.process import run_capture
+from taskforge.core.settings import Settings
+from taskforge.core.testreport import TestReport
 
-RUNNER = Path(__file__).with_name("pytest_runner.py")
+RUNNER = Path(__file__).parent / "runner" / "pytest_runner.py"
 READY_MARKER = ".taskforge-ready.json"
 _LOG_TAIL = 6000
 _BASE_REQUIREMENTS = ("pytest", "coverage>=7.4")

@@ -2,7 +2,7 @@
 
 Side-effect free: only types. Implementations: ``sandboxes.local.LocalSandbox`` (virtualenv +
 subprocess, the embedded default) and ``sandboxes.docker.DockerSandbox`` (docker SDK).
-Both run the same in-sandbox runner (``sandboxes/pytest_runner.py``) and return the same reports.
+Both run the same in-sandbox runner (``sandboxes/runner/pytest_runner.py``) and return the same reports.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from taskforge.environment import EnvSpec, PreparedEnv
-from taskforge.testreport import TestReport
+from taskforge.core.environment import EnvSpec, PreparedEnv
+from taskforge.core.testreport import TestReport
 
 # line coverage per file: {workspace-relative path: {line number: [test node ids that ran it]}}
 CoverageContexts = Mapping[str, Mapping[int, tuple[str, ...]]]

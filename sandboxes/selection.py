@@ -7,8 +7,8 @@ imported lazily, so the local one works on machines without the docker SDK or a 
 from __future__ import annotations
 
 from sandboxes.protocol import Sandbox
-from taskforge.errors import ConfigError, SandboxError
-from taskforge.settings import Settings
+from taskforge.core.errors import ConfigError, SandboxError
+from taskforge.core.settings import Settings
 
 BACKENDS = ("local", "docker", "auto")
 

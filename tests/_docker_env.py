@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from taskforge.environment import EnvSpec
+from taskforge.core.environment import EnvSpec
 
 MINI_SPEC = EnvSpec(project_name="mini", python="3.11", install_target=".", package_dirs=("mini",),
                     test_paths=("tests",))
@@ -88,7 +88,7 @@ def write_files(root: Path, files: dict[str, str]) -> Path:
 def require_docker():
     """A pinged docker client, or a skip with the reason (a failure when TASKFORGE_REQUIRE_DOCKER=1)."""
     from sandboxes.docker import docker_client
-    from taskforge.errors import SandboxError
+    from taskforge.core.errors import SandboxError
 
     try:
         return docker_client(timeout_s=600)

@@ -19,7 +19,7 @@ from pathlib import Path
 import git
 import libcst as cst
 
-from taskforge.scrub import scrub_workspace
+from taskforge.audit.scrub import scrub_workspace
 
 INFLECTION = "inflection==0.5.1"
 SDIST_CACHE = Path(os.environ.get("TASKFORGE_TEST_SDISTS", Path.home() / ".cache/taskforge/test-sdists"))

@@ -3,7 +3,7 @@
 ``make_mini_project(root)`` writes ``minipkg``: a statistics module (functions worth a task, a trivial
 one, an untested one), an optional text-formatting module that only its own tests use (a ``module``
 candidate), and pytest tests for both. ``HostSandbox`` is a fake of the ``Sandbox`` seam that runs the
-real in-sandbox runner (``sandboxes/pytest_runner.py``, coverage included) with this interpreter: no
+real in-sandbox runner (``sandboxes/runner/pytest_runner.py``, coverage included) with this interpreter: no
 environment to build, so the pipeline's tests take seconds. It is picklable (process pools, Ray).
 """
 
@@ -19,12 +19,12 @@ import time
 from pathlib import Path
 
 from sandboxes.local import build_request, read_coverage, read_report
-from sandboxes.process import run_capture
 from sandboxes.protocol import RunOutput, RunRequest
-from taskforge.environment import EnvSpec, PreparedEnv
-from taskforge.warm_sandbox import WarmServer, run_forked, start_server
+from sandboxes.warm import WarmServer, run_forked, start_server
+from taskforge.core.environment import EnvSpec, PreparedEnv
+from taskforge.core.process import run_capture
 
-RUNNER = Path(__file__).resolve().parents[1] / "sandboxes" / "pytest_runner.py"
+RUNNER = Path(__file__).resolve().parents[1] / "sandboxes" / "runner" / "pytest_runner.py"
 
 STATS = '''\
 """Small statistics helpers."""
@@ -152,7 +152,7 @@ def make_mini_project(root: Path, extra: dict[str, str] | None = None) -> Path:
 class HostSandbox:
     """Runs the real runner with this interpreter (no isolation: a seam fake, not a sandbox).
 
-    Runs without coverage fork from one warm server per process (``taskforge.warm_sandbox``), as
+    Runs without coverage fork from one warm server per process (``sandboxes.warm``), as
     validation's local runs do; coverage runs start a fresh interpreter.
     """
 
@@ -214,9 +214,9 @@ def main(argv: list[str]) -> int:
     Prints ``validated N`` (candidates validated by this run, journaled ones excluded) as its last line;
     the resume test kills it with SIGKILL and runs it again.
     """
-    from taskforge.executors import SyncExecutor
-    from taskforge.pipeline import GenerateOptions, generate
-    from taskforge.settings import Settings
+    from taskforge.core.settings import Settings
+    from taskforge.pipeline.executors import SyncExecutor
+    from taskforge.pipeline.generate import GenerateOptions, generate
 
     src, out, work = argv[1:4]
     settings = Settings.load({"work_dir": work, "baseline_runs": 2, "test_timeout_s": 300})

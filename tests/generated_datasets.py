@@ -5,7 +5,7 @@
     ds = generated_dataset("inflection==0.5.1", sandbox="local", strategies=("stub",), max_tasks=2)
     ds.path        # the dataset folder (manifest, shards, repos/ archives): Dataset.open(ds.path)
     ds.tasks()     # list[Task], in dataset order
-    ds.trees       # DatasetTrees(ds.path): original trees for ``taskforge.reward.reward``
+    ds.trees       # DatasetTrees(ds.path): original trees for ``taskforge.reward.reward.reward``
     ds.summary     # the generate run's JSON summary (per-source candidates, funnel, seconds)
 
 The dataset is produced by the real CLI (``taskforge generate pypi:NAME==VER --json``, a subprocess, as a
@@ -53,7 +53,7 @@ class GeneratedDataset:
 
     @property
     def trees(self) -> Any:
-        from taskforge.grading import DatasetTrees
+        from taskforge.reward.workspace import DatasetTrees
 
         return DatasetTrees(self.path)
 
@@ -116,7 +116,7 @@ def cli() -> list[str]:
 
 def _run_generate(package: str, out: Path, work: Path, sandbox: str, strategies: tuple[str, ...],
                   max_tasks: int, seed: int, repeats: int, runs: int) -> dict[str, Any]:
-    from sandboxes.process import run_capture
+    from taskforge.core.process import run_capture
 
     argv = [*cli(), "generate", f"pypi:{package}", "--out", str(out), "--max-tasks", str(max_tasks),
             "--strategies", ",".join(strategies), "--sandbox", sandbox, "--seed", str(seed),

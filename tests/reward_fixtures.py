@@ -1,7 +1,7 @@
 """Test seams for the reward tests: a subprocess sandbox and a hand-built stub task from a real tree.
 
 ``SubprocessSandbox`` is a fake of the ``Sandbox`` seam that runs the real in-sandbox runner
-(``sandboxes/pytest_runner.py``) with this interpreter, with the environment the contract prescribes.
+(``sandboxes/runner/pytest_runner.py``) with this interpreter, with the environment the contract prescribes.
 ``build_stub_task`` turns an original tree into a task the way the generator does (stub one function,
 FAIL_TO_PASS = tests that then fail, hide them, patches from ``git diff``).
 """
@@ -19,13 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from sandboxes.process import run_capture
 from sandboxes.protocol import RunOutput, RunRequest
-from taskforge.environment import EnvSpec, PreparedEnv
-from taskforge.task import Difficulty, Task
-from taskforge.testreport import TestReport
+from taskforge.core.environment import EnvSpec, PreparedEnv
+from taskforge.core.process import run_capture
+from taskforge.core.task import Difficulty, Task
+from taskforge.core.testreport import TestReport
 
-RUNNER = Path(__file__).resolve().parents[1] / "sandboxes" / "pytest_runner.py"
+RUNNER = Path(__file__).resolve().parents[1] / "sandboxes" / "runner" / "pytest_runner.py"
 GIT = ["git", "-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from taskforge.environment import EnvSpec
-from taskforge.task import AuditResult, Difficulty, LeakHit, Task, ValidationRun
+from taskforge.core.environment import EnvSpec
+from taskforge.core.task import AuditResult, Difficulty, LeakHit, Task, ValidationRun
 
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 SMALL = st.integers(min_value=0, max_value=10_000)

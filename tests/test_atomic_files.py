@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from taskforge import atomic_files
-from taskforge.atomic_files import write_atomic
+from taskforge.core import files as atomic_files
+from taskforge.core.files import write_atomic
 
 
 @pytest.mark.parametrize("durable", [False, True])

@@ -17,10 +17,10 @@ import git
 import pytest
 from _leak_task import TINY_MODULE, LeakTask, tiny_task
 
-from taskforge.audit import audit, audit_task_workspace
-from taskforge.fingerprints import FingerprintSet, fingerprint
-from taskforge.leak_scan import Scanner
-from taskforge.task import AuditResult
+from taskforge.audit.audit import audit, audit_task_workspace
+from taskforge.audit.fingerprints import FingerprintSet, fingerprint
+from taskforge.audit.leak_scan import Scanner
+from taskforge.core.task import AuditResult
 
 BODY = 'words = re.findall(r"[A-Za-z0-9]+", text.lower())'
 
@@ -234,7 +234,7 @@ def test_image_cache_extracts_each_layer_once_across_images(task: LeakTask, tmp_
     assert layers == sorted({d.removeprefix("sha256:")[:32] for d in leaky.diff_ids + other.diff_ids})  # base once
     assert [p.name.startswith(".") for p in (tmp_path / "cache" / "layers").iterdir()].count(True) == 0
 
-    from taskforge.image_files import forget_cached_image
+    from taskforge.audit.image_layers import forget_cached_image
 
     forget_cached_image(tmp_path / "cache", leaky.id)  # its own layers go, the shared base stays
     assert sorted(p.name for p in (tmp_path / "cache" / "layers").iterdir()) == \
@@ -343,7 +343,7 @@ def test_compressed_tarballs(task: LeakTask, fmt: str) -> None:
 
 
 def test_nested_git_store_in_workspace_and_vcs_checkout_in_env(task: LeakTask, tmp_path: Path) -> None:
-    from taskforge.scrub import scrub_workspace
+    from taskforge.audit.scrub import scrub_workspace
 
     vendored = task.workspace / "vendor" / "textops"
     shutil.copytree(task.original, vendored)  # a nested repository: its history holds the original

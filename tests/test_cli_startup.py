@@ -47,7 +47,7 @@ def test_error_lines_keep_square_brackets() -> None:
     import typer
 
     from taskforge.cli._common import err_console, user_errors
-    from taskforge.errors import ConfigError
+    from taskforge.core.errors import ConfigError
 
     with err_console.capture() as captured:
         try:

@@ -13,9 +13,9 @@ from generators.static_index import StaticIndex, build_index
 from generators.strategy_delete import DeleteStrategy
 from generators.strategy_module import ModuleStrategy
 from generators.strategy_stub import StubStrategy
-from taskforge import patches
-from taskforge.environment import EnvSpec
-from taskforge.outcomes import Rejected, RejectReason
+from taskforge.core import patches
+from taskforge.core.environment import EnvSpec
+from taskforge.core.outcomes import Rejected, RejectReason
 
 INIT = '''"""Package."""
 from .core import score, other  # public API

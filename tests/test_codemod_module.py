@@ -9,9 +9,9 @@ import pytest
 from generators.deletion import Deletion
 from generators.static_index import StaticIndex, build_index
 from generators.strategy_module import ModuleStrategy
-from taskforge import patches
-from taskforge.environment import EnvSpec
-from taskforge.outcomes import Rejected, RejectReason
+from taskforge.core import patches
+from taskforge.core.environment import EnvSpec
+from taskforge.core.outcomes import Rejected, RejectReason
 
 INIT = '''from . import fmt
 from .fmt import shout

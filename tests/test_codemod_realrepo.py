@@ -21,10 +21,10 @@ from generators.deletion import Deletion
 from generators.hidden_tests import hide_tests
 from generators.protocol import all_strategies
 from generators.static_index import build_index
-from taskforge import patches
-from taskforge.entities import EntityKind
-from taskforge.environment import EnvSpec
-from taskforge.outcomes import Rejected
+from taskforge.core import patches
+from taskforge.core.entities import EntityKind
+from taskforge.core.environment import EnvSpec
+from taskforge.core.outcomes import Rejected
 
 pytestmark = [pytest.mark.realrepo, pytest.mark.slow]
 

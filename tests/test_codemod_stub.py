@@ -9,9 +9,9 @@ import pytest
 from generators.deletion import Deletion
 from generators.static_index import StaticIndex, build_index
 from generators.strategy_stub import StubStrategy
-from taskforge import patches
-from taskforge.environment import EnvSpec
-from taskforge.outcomes import Rejected, RejectReason
+from taskforge.core import patches
+from taskforge.core.environment import EnvSpec
+from taskforge.core.outcomes import Rejected, RejectReason
 
 INIT = 'from .core import area, Shape\n\n__all__ = ["area", "Shape"]\n'
 CORE = '''"""Core."""

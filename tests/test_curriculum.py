@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from torch.utils.data import DataLoader
 
 from taskforge.bench.curriculum import synthetic_pool
-from taskforge.errors import ConfigError
+from taskforge.core.errors import ConfigError
 from taskforge.rl.curriculum import (
     CurriculumConfig,
     CurriculumSampler,

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from taskforge.cli import app
+from taskforge.core.outcomes import Rejected, RejectReason
 from taskforge.dataset import DatasetWriter, RunFunnel
-from taskforge.outcomes import Rejected, RejectReason
 from tests.strategies import mini_task, sample_task
 
 runner = CliRunner()

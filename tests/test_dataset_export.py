@@ -13,11 +13,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from taskforge.core.errors import DatasetError
 from taskforge.dataset import Dataset, DatasetWriter
 from taskforge.dataset.export_harbor import HarborOptions, export_harbor, harbor_name
 from taskforge.dataset.export_swebench import export_swebench
 from taskforge.dataset.export_verl import export_verl, split_of
-from taskforge.errors import DatasetError
 from tests.strategies import MINI_BROKEN, MINI_ORIGINAL, mini_task, sample_task
 
 

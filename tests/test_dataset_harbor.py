@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from taskforge.core.settings import Settings
 from taskforge.dataset import Dataset, DatasetWriter
 from taskforge.dataset.export_harbor import HarborOptions, export_harbor
-from taskforge.settings import Settings
 from tests.strategies import mini_task
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

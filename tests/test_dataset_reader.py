@@ -8,9 +8,9 @@ from pathlib import Path
 import pyarrow.dataset as pads
 import pytest
 
+from taskforge.core.errors import DatasetError
 from taskforge.dataset import Dataset, load_tasks, task_filter, write_tasks
 from taskforge.dataset.manifest import MANIFEST
-from taskforge.errors import DatasetError
 from tests.strategies import sample_task
 
 

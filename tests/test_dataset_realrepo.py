@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from taskforge.core.environment import EnvSpec
+from taskforge.core.task import Task
 from taskforge.dataset import Dataset, DatasetWriter
 from taskforge.dataset.export_harbor import export_harbor
-from taskforge.environment import EnvSpec
-from taskforge.task import Task
 from tests.strategies import sample_task, unified_diff
 
 pytestmark = [pytest.mark.realrepo, pytest.mark.slow]

@@ -9,6 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from taskforge.core.errors import DatasetError
+from taskforge.core.task import Task
 from taskforge.dataset.schema import (
     PROMPT_COLUMNS,
     ROW_SCHEMA,
@@ -18,8 +20,6 @@ from taskforge.dataset.schema import (
     rows_to_table,
     task_to_row,
 )
-from taskforge.errors import DatasetError
-from taskforge.task import Task
 from tests.strategies import sample_task, tasks
 
 

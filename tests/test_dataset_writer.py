@@ -13,10 +13,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from taskforge.core.errors import DatasetError
+from taskforge.core.outcomes import Rejected, RejectReason
 from taskforge.dataset import Dataset, DatasetWriter, RunFunnel, read_funnel, record_run, write_tasks
 from taskforge.dataset.manifest import MANIFEST
-from taskforge.errors import DatasetError
-from taskforge.outcomes import Rejected, RejectReason
 from tests.strategies import sample_task
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from taskforge.bench.docker_overhead import measure
-from taskforge.settings import Settings
+from taskforge.core.settings import Settings
 from tests._docker_env import require_base_image, require_docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

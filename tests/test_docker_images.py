@@ -10,7 +10,7 @@ from sandboxes import local
 from sandboxes.docker import IO_DIR, WORKSPACE, DockerSandbox
 from sandboxes.docker_images import TEST_TOOLING, env_image_tag, render_dockerfile, tar_bytes, tar_directory
 from sandboxes.protocol import RunRequest
-from taskforge.environment import EnvSpec
+from taskforge.core.environment import EnvSpec
 
 SPEC = EnvSpec(project_name="mini", python="3.11", install_target=".", src_roots=("src",),
                package_dirs=("src/mini",), pytest_args=("-p", "no:warnings"))

@@ -30,7 +30,7 @@ CHANNELS = {"local": ("workspace", "git", "environment"), "docker": ("workspace"
 
 @pytest.fixture(scope="module", params=sorted(PACKAGES))
 def datasets(request: pytest.FixtureRequest) -> dict[str, GeneratedDataset]:
-    from taskforge.settings import Settings
+    from taskforge.core.settings import Settings
     from tests._docker_env import require_base_image, require_docker
 
     require_base_image(require_docker(), Settings.load().base_image)
@@ -70,7 +70,7 @@ def test_every_task_carries_a_passing_audit_of_its_backend(datasets: dict[str, G
 
 
 def _cli(*args: str) -> dict[str, Any]:
-    from sandboxes.process import run_capture
+    from taskforge.core.process import run_capture
 
     argv = [*cli(), *args, "--json"]
     rc, out = run_capture(argv, 1800, cwd=ROOT, env={**os.environ, "COLUMNS": "200"})

@@ -11,10 +11,10 @@ from sandboxes.docker import DockerSandbox
 from sandboxes.docker_images import VENV
 from sandboxes.local import LocalSandbox
 from sandboxes.protocol import RunRequest
-from taskforge.environment import EnvSpec
-from taskforge.errors import EnvironmentBuildError
-from taskforge.settings import Settings
-from taskforge.testreport import Outcome
+from taskforge.core.environment import EnvSpec
+from taskforge.core.errors import EnvironmentBuildError
+from taskforge.core.settings import Settings
+from taskforge.core.testreport import Outcome
 from tests._docker_env import MINI_FILES, MINI_SPEC, require_base_image, require_docker, write_files
 
 pytestmark = pytest.mark.docker

@@ -12,8 +12,8 @@ import pytest
 
 from sandboxes.docker import RUN_LABEL, DockerSandbox
 from sandboxes.protocol import RunRequest
-from taskforge.settings import Settings
-from taskforge.testreport import Outcome
+from taskforge.core.settings import Settings
+from taskforge.core.testreport import Outcome
 from tests._docker_env import MINI_FILES, MINI_SPEC, require_base_image, require_docker, write_files
 
 pytestmark = pytest.mark.docker

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from taskforge.errors import ConfigError
-from taskforge.executors import ProcessExecutor, SyncExecutor, make_executor
+from taskforge.core.errors import ConfigError
+from taskforge.pipeline.executors import ProcessExecutor, SyncExecutor, make_executor
 
 
 def square_or_fail(x: int) -> int:

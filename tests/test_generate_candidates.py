@@ -11,11 +11,11 @@ from generators.candidates import interleave, propose
 from generators.env_detect import detect_env
 from generators.protocol import all_strategies
 from generators.static_index import build_index
-from taskforge.baseline import compute_baseline
-from taskforge.coverage_map import CoverageMap
-from taskforge.outcomes import RejectReason
-from taskforge.testreport import Outcome, TestReport
-from taskforge.testreport import TestResult as Result
+from taskforge.core.outcomes import RejectReason
+from taskforge.core.testreport import Outcome, TestReport
+from taskforge.core.testreport import TestResult as Result
+from taskforge.profile.baseline import compute_baseline
+from taskforge.profile.coverage_map import CoverageMap
 
 POINT = '''\
 class Point:

@@ -16,14 +16,14 @@ import pytest
 from generate_fixtures import WITH_CHECKS, HostSandbox, make_mini_project
 
 from generators.candidates import Candidate
+from taskforge.core.outcomes import RejectReason
+from taskforge.core.settings import Settings
 from taskforge.dataset.reader import Dataset
-from taskforge.executors import SyncExecutor
-from taskforge.grading import DatasetTrees
-from taskforge.outcomes import RejectReason
-from taskforge.pipeline import GenerateOptions, ProfileJob, generate, profile_source
-from taskforge.reward import reward_many
-from taskforge.settings import Settings
-from taskforge.validation import CandidateJob, validate_candidate
+from taskforge.pipeline.executors import SyncExecutor
+from taskforge.pipeline.generate import GenerateOptions, ProfileJob, generate, profile_source
+from taskforge.reward.reward import reward_many
+from taskforge.reward.workspace import DatasetTrees
+from taskforge.validate.steps import CandidateJob, validate_candidate
 
 
 @pytest.fixture(scope="module")

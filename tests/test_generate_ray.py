@@ -6,10 +6,10 @@ import generate_fixtures
 import pytest
 from generate_fixtures import HostSandbox, make_mini_project
 
+from taskforge.core.settings import Settings
 from taskforge.dataset.reader import Dataset
-from taskforge.executors import SyncExecutor, make_executor
-from taskforge.pipeline import GenerateOptions, generate
-from taskforge.settings import Settings
+from taskforge.pipeline.executors import SyncExecutor, make_executor
+from taskforge.pipeline.generate import GenerateOptions, generate
 
 
 @pytest.mark.ray

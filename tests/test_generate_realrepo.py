@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from taskforge.core.settings import Settings
 from taskforge.dataset.reader import Dataset
-from taskforge.executors import SyncExecutor
-from taskforge.pipeline import GenerateOptions, generate
-from taskforge.settings import Settings
+from taskforge.pipeline.executors import SyncExecutor
+from taskforge.pipeline.generate import GenerateOptions, generate
 
 PACKAGE, VERSION = "inflection", "0.5.1"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from generate_fixtures import HostSandbox
 
 from sandboxes.protocol import RunRequest
-from taskforge.environment import EnvSpec
+from taskforge.core.environment import EnvSpec
 
 FILES = {
     "tests/test_ok.py": (

@@ -12,8 +12,8 @@ from generate_fixtures import make_mini_project
 from generators.env_detect import detect_env
 from sandboxes.local import LocalSandbox
 from sandboxes.protocol import RunRequest
-from taskforge.settings import Settings
-from taskforge.warm_sandbox import WarmLocalSandbox
+from sandboxes.warm import WarmLocalSandbox
+from taskforge.core.settings import Settings
 
 PROBES = '''\
 import os

@@ -16,14 +16,14 @@ pytest.importorskip("transformers")
 
 from strategies import sample_task  # noqa: E402
 
-from taskforge.errors import ConfigError  # noqa: E402
-from taskforge.patches import apply, diff  # noqa: E402
+from taskforge.core.errors import ConfigError  # noqa: E402
+from taskforge.core.patches import apply, diff  # noqa: E402
+from taskforge.core.task import Task  # noqa: E402
 from taskforge.rl.completion_patch import completion_to_patch, splice  # noqa: E402
 from taskforge.rl.grading import FakeGrader, GradedGroup, GradeResult  # noqa: E402
-from taskforge.rl.hf_policy import HFPolicy, _Sample, byte_tokenizer  # noqa: E402
 from taskforge.rl.loop import train  # noqa: E402
 from taskforge.rl.policies import PolicyOptions, make_policy  # noqa: E402
-from taskforge.task import Task  # noqa: E402
+from taskforge.rl.policies.hf import HFPolicy, _Sample, byte_tokenizer  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

@@ -8,8 +8,8 @@ import pytest
 
 from generators.hidden_tests import hide_tests, normalize_nodeid
 from generators.static_index import build_index
-from taskforge import patches
-from taskforge.environment import EnvSpec
+from taskforge.core import patches
+from taskforge.core.environment import EnvSpec
 
 T_MIXED = '''import json
 import pytest

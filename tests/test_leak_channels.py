@@ -21,10 +21,10 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from taskforge.audit import audit_task_workspace
-from taskforge.scrub import scrub_workspace
-from taskforge.scrub_env import scrub_environment
-from taskforge.task import AuditResult
+from taskforge.audit.audit import audit_task_workspace
+from taskforge.audit.scrub import scrub_workspace
+from taskforge.audit.scrub_env import scrub_environment
+from taskforge.core.task import AuditResult
 
 pytestmark = pytest.mark.realrepo
 
@@ -278,7 +278,7 @@ def _docker_client():  # type: ignore[no-untyped-def]
 @pytest.mark.docker
 def test_image_layers_through_docker_sdk(task: LeakTask, tmp_path: Path) -> None:
     client = _docker_client()
-    from taskforge.scrub_env import image_removal_paths
+    from taskforge.audit.scrub_env import image_removal_paths
 
     site = "usr/lib/python3.11/site-packages"
 

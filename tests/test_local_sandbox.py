@@ -17,9 +17,9 @@ import pytest
 from generators.env_detect import detect_env
 from sandboxes.local import LocalSandbox, build_request
 from sandboxes.protocol import RunRequest
-from taskforge.errors import EnvironmentBuildError
-from taskforge.settings import Settings
-from taskforge.testreport import Outcome
+from taskforge.core.errors import EnvironmentBuildError
+from taskforge.core.settings import Settings
+from taskforge.core.testreport import Outcome
 from tests.fixtures_repos import make_toy_project, write
 
 

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from taskforge.bench.mine_vs_plain import compare
-from taskforge.settings import Settings
+from taskforge.core.settings import Settings
 from tests.test_mine_cli import mine_app
 
 pytestmark = [pytest.mark.realrepo, pytest.mark.slow]

@@ -12,7 +12,7 @@ transformers = pytest.importorskip("transformers")
 from torch import nn  # noqa: E402
 
 import taskforge.rl  # noqa: E402
-from taskforge.errors import ConfigError  # noqa: E402
+from taskforge.core.errors import ConfigError  # noqa: E402
 from taskforge.rl.muon import (  # noqa: E402
     Muon,
     from_matrices,

@@ -1,4 +1,4 @@
-"""Patches made by taskforge.patches must be accepted by the real `git apply` and restore exact bytes."""
+"""Patches made by taskforge.core.patches must be accepted by the real `git apply` and restore exact bytes."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from taskforge import patches
-from taskforge.errors import PatchError
+from taskforge.core import patches
+from taskforge.core.errors import PatchError
 
 
 def _tree(root: Path, files: dict[str, str | None]) -> Path:

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from taskforge.bench.curriculum import synthetic_task
-from taskforge.errors import ConfigError
+from taskforge.core.errors import ConfigError
+from taskforge.rl.answer_patch import extract_patch, wrong_patch
 from taskforge.rl.grading import FakeGrader, GradedGroup, GradeResult
-from taskforge.rl.patches import extract_patch, wrong_patch
 from taskforge.rl.policies import (
     CommandPolicy,
     OpenAIPolicy,
@@ -259,8 +259,8 @@ def test_command_agent_solves_a_real_task_through_the_reward_path(tmp_path: Path
     from reward_fixtures import MINILIB, MINILIB_SPEC, SubprocessSandbox, build_stub_task, write_tree
 
     from taskforge.dataset import DatasetWriter
-    from taskforge.grading import DatasetTrees
-    from taskforge.reward import reward_many
+    from taskforge.reward.reward import reward_many
+    from taskforge.reward.workspace import DatasetTrees
     from taskforge.rl.grading import from_reward_result
     from taskforge.rl.policies import dataset_workspaces
 

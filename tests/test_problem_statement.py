@@ -10,8 +10,8 @@ from generators.static_index import build_index
 from generators.strategy_delete import DeleteStrategy
 from generators.strategy_module import ModuleStrategy
 from generators.strategy_stub import StubStrategy
-from taskforge import patches
-from taskforge.environment import EnvSpec
+from taskforge.core import patches
+from taskforge.core.environment import EnvSpec
 
 CORE = '''import re
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 from sandboxes.protocol import RunOutput, RunRequest
-from taskforge.baseline import Baseline, compute_baseline
-from taskforge.coverage_map import CoverageMap, coverage_percent, covered_entities
-from taskforge.entities import Entity, EntityKind
-from taskforge.environment import EnvSpec, PreparedEnv
-from taskforge.errors import DatasetError, NoTestsError, SandboxTimeout
-from taskforge.profile import Profile, build_profile
-from taskforge.settings import Settings
-from taskforge.testreport import Outcome, TestReport
-from taskforge.testreport import TestResult as Result
+from taskforge.core.entities import Entity, EntityKind
+from taskforge.core.environment import EnvSpec, PreparedEnv
+from taskforge.core.errors import DatasetError, NoTestsError, SandboxTimeout
+from taskforge.core.settings import Settings
+from taskforge.core.testreport import Outcome, TestReport
+from taskforge.core.testreport import TestResult as Result
+from taskforge.profile.baseline import Baseline, compute_baseline
+from taskforge.profile.build import Profile, build_profile
+from taskforge.profile.coverage_map import CoverageMap, coverage_percent, covered_entities
 from tests.fixtures_repos import make_toy_project
 
 

@@ -27,9 +27,9 @@ from reward_fixtures import (
 )
 
 from generators.static_index import is_test_file
-from taskforge.grading import DirectoryTrees, OriginalTree
-from taskforge.reward import EnvCache, RewardFlag, RewardResult, reward
-from taskforge.task import Task
+from taskforge.core.task import Task
+from taskforge.reward.reward import EnvCache, RewardFlag, RewardResult, reward
+from taskforge.reward.workspace import DirectoryTrees, OriginalTree
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def _backend(name: str) -> object:
     if name == "subprocess":
         return SubprocessSandbox()
     from sandboxes.selection import make_sandbox
-    from taskforge.settings import Settings
+    from taskforge.core.settings import Settings
 
     return make_sandbox(Settings.load({"sandbox": name}))
 

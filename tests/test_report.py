@@ -15,15 +15,15 @@ import pytest
 from typer.testing import CliRunner
 
 from taskforge.cli import app
+from taskforge.core.errors import DatasetError
+from taskforge.core.outcomes import Rejected, RejectReason
+from taskforge.core.task import AuditResult, LeakHit, ValidationRun
 from taskforge.dataset import DatasetWriter, RunFunnel, write_tasks
-from taskforge.errors import DatasetError
-from taskforge.outcomes import Rejected, RejectReason
 from taskforge.report import vega
 from taskforge.report.card_figures import embed_figures
 from taskforge.report.data import ReportData, TrainStep, read_train_log
 from taskforge.report.figures import FigureSpec, figure_specs
 from taskforge.report.html import render_html
-from taskforge.task import AuditResult, LeakHit, ValidationRun
 from tests.strategies import sample_task
 
 runner = CliRunner()

@@ -10,11 +10,11 @@ import pytest
 from reward_fixtures import MINILIB, MINILIB_SPEC, SubprocessSandbox, build_stub_task, write_tree
 from typer.testing import CliRunner
 
+from taskforge.core.task import Task
 from taskforge.dataset import DatasetWriter
-from taskforge.grading import DatasetTrees, DirectoryTrees
-from taskforge.reward import RewardResult, reward_many
-from taskforge.task import Task
-from taskforge.verl_reward import extract_patch
+from taskforge.reward.reward import RewardResult, reward_many
+from taskforge.reward.verl import extract_patch
+from taskforge.reward.workspace import DatasetTrees, DirectoryTrees
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,7 @@ def test_cli_json_last_line(built: tuple[Task, Path, Path], tmp_path: Path) -> N
 
 
 def test_verl_compute_score(built: tuple[Task, Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    from taskforge.verl_reward import compute_score
+    from taskforge.reward.verl import compute_score
 
     task, _, ds = built
     monkeypatch.setenv("TASKFORGE_SANDBOX", "local")

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from sandboxes.canaries import plant_canaries
-from taskforge.errors import PatchError
-from taskforge.grading import original_ini, pinned_options, restore_protected, write_clean_ini
-from taskforge.patch_guard import ProtectedPaths, apply_vetted, vet_patch
-from taskforge.testreport import Outcome, TestReport
-from taskforge.testreport import TestResult as Result
+from taskforge.core.errors import PatchError
+from taskforge.core.testreport import Outcome, TestReport
+from taskforge.core.testreport import TestResult as Result
+from taskforge.reward.canaries import plant_canaries
+from taskforge.reward.patch_guard import ProtectedPaths, apply_vetted, vet_patch
+from taskforge.reward.workspace import original_ini, pinned_options, restore_protected, write_clean_ini
 
 P = ProtectedPaths(test_dirs=("tests",), src_roots=(".",))
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from taskforge.bench.curriculum import synthetic_pool
 from taskforge.cli import train_cmd
-from taskforge.errors import ConfigError
+from taskforge.core.errors import ConfigError
 from taskforge.rl.curriculum import CurriculumSampler, UniformSampler
 from taskforge.rl.grading import FakeGrader
 from taskforge.rl.loop import train

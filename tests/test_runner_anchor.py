@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-RUNNER = Path(__file__).resolve().parents[1] / "sandboxes" / "pytest_runner.py"
+RUNNER = Path(__file__).resolve().parents[1] / "sandboxes" / "runner" / "pytest_runner.py"
 
 
 def _run(workspace: Path, scratch: Path) -> dict:

@@ -9,8 +9,8 @@ import pytest
 from sandboxes.local import LocalSandbox
 from sandboxes.protocol import Sandbox
 from sandboxes.selection import docker_available, make_sandbox
-from taskforge.errors import ConfigError
-from taskforge.settings import Settings
+from taskforge.core.errors import ConfigError
+from taskforge.core.settings import Settings
 
 
 def test_local_is_the_default_and_satisfies_the_protocol(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ import git
 import pytest
 from _leak_task import tiny_task
 
-from taskforge.scrub import ScrubReport, scrub_stub, scrub_workspace, stub_declarations
-from taskforge.scrub_env import find_installed, scrub_environment
+from taskforge.audit.scrub import ScrubReport, scrub_stub, scrub_workspace, stub_declarations
+from taskforge.audit.scrub_env import find_installed, scrub_environment
 
 STUB = '''import sys
 from typing import overload

@@ -10,8 +10,9 @@ from pathlib import Path
 import git
 import pytest
 
-from generators.sources import _unpack, normalise_name, resolve_source
-from taskforge.errors import SourceError
+from generators.sources import _unpack, resolve_source
+from taskforge.core.environment import normalise_name
+from taskforge.core.errors import SourceError
 from tests.fixtures_repos import commit_files, make_git_repo, write
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from generators.static_index import StaticIndex, build_index, is_test_file
-from taskforge.entities import EntityKind
-from taskforge.environment import EnvSpec
+from taskforge.core.entities import EntityKind
+from taskforge.core.environment import EnvSpec
 
 FILES = {
     "src/shop/__init__.py": '''"""Shop."""

@@ -11,7 +11,7 @@ import torch
 from torch.utils.data import DataLoader, Sampler
 
 from taskforge.bench.curriculum import synthetic_pool
-from taskforge.errors import ConfigError
+from taskforge.core.errors import ConfigError
 from taskforge.rl.verl_adapter import VerlCurriculumSampler
 
 TASKS = synthetic_pool(16, seed=2)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Host services for the full test suite (`make host`, run by `make test` and CI), idempotent:
-#   1. Debian packages: docker.io + debootstrap (docker sandbox), chromium + chromium-driver (browser tests)
+#   1. Debian packages: docker.io + debootstrap (docker sandbox), bubblewrap (isolated local sandbox),
+#      chromium + chromium-driver (browser tests)
 #   2. a Docker daemon answering `docker info` (started in the background, log in /tmp/dockerd.log)
 #   3. the locally built base image (no registry needed): taskforge/base:bookworm
 # Never fails `make test`: when a step cannot be done it prints a WARNING and the tests that need
@@ -28,8 +29,9 @@ install_packages() {
     command -v debootstrap >/dev/null || missing+=(debootstrap)
     command -v chromium >/dev/null || missing+=(chromium)
     command -v chromedriver >/dev/null || missing+=(chromium-driver)
+    command -v bwrap >/dev/null || missing+=(bubblewrap)
     if [ "${#missing[@]}" -eq 0 ]; then
-        info "packages present (dockerd, debootstrap, chromium, chromedriver)"
+        info "packages present (dockerd, debootstrap, bwrap, chromium, chromedriver)"
         return 0
     fi
     if ! command -v apt-get >/dev/null; then

@@ -26,10 +26,10 @@ from typing import Annotated, Any
 
 import typer
 
-from taskforge.audit import _git_hits, audit
-from taskforge.fingerprints import entity_sources_in_tree, fingerprint
-from taskforge.leak_scan import Scanner
-from taskforge.scrub import scrub_workspace
+from taskforge.audit.audit import _git_hits, audit
+from taskforge.audit.fingerprints import entity_sources_in_tree, fingerprint
+from taskforge.audit.leak_scan import Scanner
+from taskforge.audit.scrub import scrub_workspace
 
 QUALNAME = "inflection.camelize"
 MODULE = "inflection/__init__.py"

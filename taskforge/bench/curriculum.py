@@ -44,8 +44,8 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
-from taskforge.environment import EnvSpec
-from taskforge.task import Difficulty, Task
+from taskforge.core.environment import EnvSpec
+from taskforge.core.task import Difficulty, Task
 
 ARMS = ("uniform", "dapo", "curriculum", "oracle")
 
@@ -102,7 +102,7 @@ POOL_SHAPES = ("uniform", "easy")
 def synthetic_pool(n: int, seed: int = 0, shape: str = "uniform") -> list[Task]:
     """``n`` synthetic tasks (seeded) with difficulty scores uniform on [0, 1] (``uniform``) or drawn from
     Beta(1, 3) (``easy``: most tasks easy, few hard, as when small deletions dominate a dataset)."""
-    from taskforge.errors import ConfigError
+    from taskforge.core.errors import ConfigError
 
     rng = np.random.Generator(np.random.PCG64(seed))
     if shape == "uniform":

@@ -22,8 +22,8 @@ from typing import Annotated, Any
 
 import typer
 
-from taskforge.environment import EnvSpec
-from taskforge.settings import Settings
+from taskforge.core.environment import EnvSpec
+from taskforge.core.settings import Settings
 
 _REPO = {
     "pyproject.toml": """

@@ -7,7 +7,7 @@ reported, not charged to either mode), then the same ranked candidates are valid
 in this process:
 
 - ``naive``: every check runs the full suite, every grading grades every test, every run gets a fresh
-  copy of the environment (``taskforge.validation`` mode ``naive``);
+  copy of the environment (``taskforge.validate.steps`` mode ``naive``);
 - ``default``: cheapest checks first, coverage-selected tests, one environment per repository.
 
 Tasks go to an in-memory sink instead of the dataset writer (parquet, card figures: a per-dataset cost,
@@ -41,7 +41,7 @@ def cpu_seconds() -> float:
     """user + sys CPU of this process and all its descendants, waited-for or still alive.
 
     ``getrusage`` covers this process and the children it has reaped; long-lived helpers (the warm test
-    servers of ``taskforge.warm_sandbox``) are still alive, so their CPU (and that of the children *they*
+    servers of ``sandboxes.warm``) are still alive, so their CPU (and that of the children *they*
     reaped) is read from ``/proc``.
     """
     own = resource.getrusage(resource.RUSAGE_SELF)
@@ -74,7 +74,7 @@ def _live_descendants_cpu() -> float:
 def suite_cpu(profile: Any, settings: Any, repeats: int = 3) -> float:
     """CPU seconds of one plain whole-suite run of the repository (median of ``repeats``)."""
     from sandboxes.protocol import RunRequest
-    from taskforge.validation_worker import sandbox_for
+    from taskforge.validate.worker import sandbox_for
 
     sandbox = sandbox_for(settings.to_dict(), warm=False)  # the unit: a plain run, as the baseline's
     samples = []
@@ -91,9 +91,9 @@ def suite_cpu(profile: Any, settings: Any, repeats: int = 3) -> float:
 def measure(sources: Sequence[str], settings: Any, max_candidates: int, strategies: tuple[str, ...],
             say: Any = print) -> dict[str, Any]:
     """Profile each source once, then validate its first ``max_candidates`` candidates in both modes."""
-    from taskforge.executors import SyncExecutor
-    from taskforge.pipeline import GenerateOptions, ProfileJob, profile_source, run_source
-    from taskforge.validation_worker import load_profile
+    from taskforge.pipeline.executors import SyncExecutor
+    from taskforge.pipeline.generate import GenerateOptions, ProfileJob, profile_source, run_source
+    from taskforge.validate.worker import load_profile
 
     repos: list[dict[str, Any]] = []
     totals = {m: {"cpu": 0.0, "tasks": 0, "suite_units": 0.0, "wall": 0.0} for m in MODES}

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from generators.sources import resolve_source
-from sandboxes.process import run_capture
-from taskforge.profile import PROFILE_FILE, Profile, build_profile
-from taskforge.settings import Settings
+from taskforge.core.process import run_capture
+from taskforge.core.settings import Settings
+from taskforge.profile.build import PROFILE_FILE, Profile, build_profile
 
 _KINDS = ("PASSED", "FAILED", "ERROR", "XFAIL", "XPASS")
 _SUMMARY = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)")

@@ -32,10 +32,10 @@ from typing import Annotated, Any
 
 import typer
 
+from taskforge.core.task import Task
 from taskforge.dataset.funnel import read_funnel
 from taskforge.dataset.reader import Dataset
 from taskforge.dataset.writer import DatasetWriter
-from taskforge.task import Task
 
 
 def replicate(task: Task, i: int, repo: str, rng: random.Random) -> Task:

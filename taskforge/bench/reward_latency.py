@@ -20,10 +20,10 @@ from typing import Any
 
 def measure(dataset: Path, instance_id: str | None, n: int, sandbox_name: str, jobs: int) -> dict[str, Any]:
     from sandboxes.selection import make_sandbox
+    from taskforge.core.settings import Settings
     from taskforge.dataset import Dataset
-    from taskforge.grading import DatasetTrees
-    from taskforge.reward import EnvCache, reward, reward_many
-    from taskforge.settings import Settings
+    from taskforge.reward.reward import EnvCache, reward, reward_many
+    from taskforge.reward.workspace import DatasetTrees
 
     ds = Dataset.open(dataset)
     task = ds.get(instance_id) if instance_id else ds.tasks()[0]

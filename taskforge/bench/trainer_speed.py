@@ -65,7 +65,7 @@ def run(optimizer: str = "muon", hidden: int = 256, layers: int = 4, heads: int 
 
     import torch
 
-    from taskforge.rl.hf_policy import byte_tokenizer, tiny_causal_lm
+    from taskforge.rl.policies.hf import byte_tokenizer, tiny_causal_lm
     from taskforge.rl.trainer import GRPOTrainer, TrainerConfig
 
     dev = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else

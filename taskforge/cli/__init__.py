@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from taskforge.errors import TaskforgeError
+from taskforge.core.errors import TaskforgeError
 
 app = typer.Typer(
     name="taskforge",

@@ -10,8 +10,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from taskforge.errors import TaskforgeError
-from taskforge.settings import Settings
+from taskforge.core.errors import TaskforgeError
+from taskforge.core.settings import Settings
 
 console = Console()
 err_console = Console(stderr=True)

@@ -19,7 +19,7 @@ import typer
 from rich.table import Table
 
 from taskforge.cli._common import ADVANCED, console, err_console, user_errors
-from taskforge.task import AuditResult, LeakHit, Task
+from taskforge.core.task import AuditResult, LeakHit, Task
 
 
 def reaudit(data: Any, task: Task, *, env_dir: Path | None = None, image: Any = None,
@@ -29,9 +29,9 @@ def reaudit(data: Any, task: Task, *, env_dir: Path | None = None, image: Any = 
     ``image``: the task's environment image; the layers of the base image it records in its label
     are not searched (as in ``generate``); ``image_cache``: where image layers are extracted once.
     """
-    from taskforge.audit import audit_task_workspace
-    from taskforge.fingerprints import entity_sources_in_tree
-    from taskforge.scrub import scrub_workspace
+    from taskforge.audit.audit import audit_task_workspace
+    from taskforge.audit.fingerprints import entity_sources_in_tree
+    from taskforge.audit.scrub import scrub_workspace
 
     with tempfile.TemporaryDirectory(prefix="taskforge-audit-") as tmp:
         original = data.extract_original(task, Path(tmp) / "original")
@@ -51,7 +51,7 @@ def reaudit(data: Any, task: Task, *, env_dir: Path | None = None, image: Any = 
 
 def _recorded_base(image: Any, client: Any) -> str | None:
     from sandboxes.docker_images import recorded_base_image
-    from taskforge.image_files import resolve_image
+    from taskforge.audit.image_layers import resolve_image
 
     return recorded_base_image(resolve_image(image, client))
 
@@ -67,8 +67,8 @@ def audit(
                                          rich_help_panel=ADVANCED)] = False,
 ) -> None:
     """Search every task's agent workspace (files + git store) and environment for the deleted code."""
+    from taskforge.core.settings import Settings
     from taskforge.dataset.reader import Dataset
-    from taskforge.settings import Settings
 
     with user_errors():
         data = Dataset.open(dataset)
@@ -77,7 +77,7 @@ def audit(
         if images:
             import docker
 
-            from taskforge.errors import SandboxError
+            from taskforge.core.errors import SandboxError
             try:
                 client = docker.from_env()
                 client.ping()

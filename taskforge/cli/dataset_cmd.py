@@ -152,8 +152,8 @@ def export(
     seed: Annotated[int, typer.Option(help="verl: seed of the train/test split.", rich_help_panel=ADVANCED)] = 0,
 ) -> None:
     """Export DATASET as Harbor task directories, SWE-bench JSONL, or verl parquet."""
+    from taskforge.core.settings import Settings
     from taskforge.dataset import Dataset
-    from taskforge.settings import Settings
 
     with user_errors():
         ds = Dataset.open(dataset)

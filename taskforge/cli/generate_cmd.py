@@ -38,9 +38,9 @@ def generate(
                                                        rich_help_panel=ADVANCED)] = None,
 ) -> None:
     """Generate validated feature-deletion tasks from SOURCE(s) into the dataset at OUT."""
-    from taskforge.executors import make_executor
-    from taskforge.pipeline import GenerateOptions
-    from taskforge.pipeline import generate as run_generate
+    from taskforge.pipeline.executors import make_executor
+    from taskforge.pipeline.generate import GenerateOptions
+    from taskforge.pipeline.generate import generate as run_generate
 
     with user_errors():
         settings = settings_from(sandbox=sandbox, jobs=jobs, executor=executor, ray_address=ray_address,

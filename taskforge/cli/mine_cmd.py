@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from taskforge.cli._common import ADVANCED, console, err_console, settings_from
-from taskforge.errors import TaskforgeError
+from taskforge.core.errors import TaskforgeError
 
 SUMMARY_KEYS = ("tests_passed", "tests_failed", "tests_flaky", "tests_skipped", "entities",
                 "covered_entities", "coverage_percent", "seconds")
@@ -35,7 +35,7 @@ def mine(
 ) -> None:
     """Mine SOURCE(s): pin a commit, build the environment, run the suite N times, map coverage, index code."""
     from sandboxes.selection import make_sandbox
-    from taskforge.profile import build_profile
+    from taskforge.profile.build import build_profile
 
     try:
         settings = settings_from(work_dir=work_dir, sandbox=sandbox, baseline_runs=runs,

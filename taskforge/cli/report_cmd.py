@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from taskforge.cli._common import err_console, user_errors
-from taskforge.errors import ConfigError
+from taskforge.core.errors import ConfigError
 
 
 def report(

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from taskforge.cli._common import ADVANCED, console, settings_from, user_errors
-from taskforge.errors import PatchError
+from taskforge.core.errors import PatchError
 
 
 def register(app: typer.Typer) -> None:
@@ -31,8 +31,8 @@ def reward_command(
     with user_errors():
         from sandboxes.selection import make_sandbox
         from taskforge.dataset import Dataset
-        from taskforge.grading import DatasetTrees
-        from taskforge.reward import reward
+        from taskforge.reward.reward import reward
+        from taskforge.reward.workspace import DatasetTrees
 
         if str(patch) == "-":
             text = sys.stdin.read()

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from taskforge.cli._common import ADVANCED, err_console, settings_from, user_errors
-from taskforge.errors import ConfigError
+from taskforge.core.errors import ConfigError
 
 
 def _parse_opts(pairs: list[str]) -> dict[str, str]:

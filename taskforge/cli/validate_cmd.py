@@ -25,8 +25,8 @@ def validate(
     """Grade every task's gold patch (must score 1) and the empty patch (must score 0)."""
     from sandboxes.selection import make_sandbox
     from taskforge.dataset.reader import Dataset
-    from taskforge.grading import DatasetTrees
-    from taskforge.reward import reward_many
+    from taskforge.reward.reward import reward_many
+    from taskforge.reward.workspace import DatasetTrees
 
     with user_errors():
         settings = settings_from(sandbox=sandbox, jobs=jobs, work_dir=work_dir)

@@ -28,13 +28,13 @@ from pathlib import Path
 import tomli_w
 
 import taskforge
+from taskforge.core.errors import DatasetError
+from taskforge.core.task import Task
 from taskforge.dataset import harbor_verifier
 from taskforge.dataset.manifest import sha256_file
 from taskforge.dataset.reader import Dataset
 from taskforge.dataset.repos import apply_patch, tar_directory
 from taskforge.dataset.schema import SYSTEM_PROMPT
-from taskforge.errors import DatasetError
-from taskforge.task import Task
 
 _NAME = re.compile(r"[^a-z0-9_-]+")
 TASK_VENV = "/opt/taskforge-task/venv"

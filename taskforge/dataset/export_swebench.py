@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from taskforge.core.task import Task
 from taskforge.dataset.manifest import write_bytes_atomic
 from taskforge.dataset.reader import Dataset
 from taskforge.dataset.schema import SWEBENCH_COLUMNS, task_to_row
-from taskforge.task import Task
 
 FILENAME = "tasks.jsonl"
 

@@ -17,11 +17,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from taskforge.core.errors import DatasetError
+from taskforge.core.task import Task
 from taskforge.dataset.manifest import commit_file
 from taskforge.dataset.reader import Dataset
 from taskforge.dataset.schema import ROW_SCHEMA, extra_info, prompt_messages
-from taskforge.errors import DatasetError
-from taskforge.task import Task
 
 EXTRA_INFO_TYPE = pa.struct([("instance_id", pa.string()), ("repo", pa.string()), ("strategy", pa.string()),
                              ("difficulty", pa.float64()), ("tier", pa.int64()), ("split", pa.string()),

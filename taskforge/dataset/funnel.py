@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from taskforge.core.errors import DatasetError
+from taskforge.core.outcomes import Rejected
 from taskforge.dataset.manifest import FUNNEL, write_json_atomic
-from taskforge.errors import DatasetError
-from taskforge.outcomes import Rejected
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from taskforge.atomic_files import fsync_dir, write_atomic
-from taskforge.errors import DatasetError
+from taskforge.core.errors import DatasetError
+from taskforge.core.files import fsync_dir, write_atomic
 
 FORMAT = "taskforge-dataset"
 MANIFEST = "manifest.json"

@@ -21,11 +21,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from taskforge.core.errors import DatasetError
+from taskforge.core.task import Task
 from taskforge.dataset.manifest import FUNNEL, MANIFEST, FileEntry, Manifest, read_manifest
 from taskforge.dataset.repos import broken_workspace, extract_original, repo_archive_path
 from taskforge.dataset.schema import ROW_SCHEMA, SCHEMA_VERSION, row_to_task
-from taskforge.errors import DatasetError
-from taskforge.task import Task
 
 if TYPE_CHECKING:
     import pyarrow.dataset as pads

@@ -24,9 +24,9 @@ import subprocess
 import tarfile
 from pathlib import Path
 
+from taskforge.core.errors import DatasetError, PatchError
+from taskforge.core.task import Task
 from taskforge.dataset.manifest import REPOS_DIR, FileEntry, commit_file
-from taskforge.errors import DatasetError, PatchError
-from taskforge.task import Task
 
 EXCLUDED_DIRS = frozenset({
     ".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".nox",

@@ -21,9 +21,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from taskforge.environment import EnvSpec
-from taskforge.errors import DatasetError
-from taskforge.task import AuditResult, Difficulty, Task, ValidationRun
+from taskforge.core.environment import EnvSpec
+from taskforge.core.errors import DatasetError
+from taskforge.core.task import AuditResult, Difficulty, Task, ValidationRun
 
 SCHEMA_VERSION = 1
 DATA_SOURCE = "taskforge"

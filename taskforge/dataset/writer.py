@@ -30,6 +30,8 @@ from typing import IO, Any
 import pyarrow.parquet as pq
 
 import taskforge
+from taskforge.core.errors import DatasetError
+from taskforge.core.task import Task
 from taskforge.dataset.funnel import RunFunnel, record_run
 from taskforge.dataset.manifest import (
     DATA_DIR,
@@ -42,8 +44,6 @@ from taskforge.dataset.manifest import (
 )
 from taskforge.dataset.repos import write_repo_archive
 from taskforge.dataset.schema import ROW_SCHEMA, SCHEMA_VERSION, rows_to_table, task_to_row
-from taskforge.errors import DatasetError
-from taskforge.task import Task
 
 DEFAULT_TASKS_PER_SHARD = 256
 DEFAULT_ROW_GROUP_SIZE = 32

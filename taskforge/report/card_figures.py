@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from taskforge.atomic_files import write_atomic
+from taskforge.core.files import write_atomic
 
 FIGURES_DIR = "figures"
 _ANCHOR = "\n## Loading"

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from taskforge.core.errors import DatasetError
+from taskforge.core.task import Task
 from taskforge.dataset.funnel import RunFunnel, read_funnel
 from taskforge.dataset.reader import Dataset
-from taskforge.errors import DatasetError
-from taskforge.task import Task
 
 STRATEGY_TIERS = {"stub": 0, "delete": 1, "module": 2}  # generators' tiers, for ordering and labels
 MAX_TESTS_LISTED = 50  # FAIL_TO_PASS ids carried into the page per task (the count is always exact)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from taskforge.atomic_files import write_atomic
+from taskforge.core.files import write_atomic
 from taskforge.report.assets import CSS, FIGURES_JS, JS
 from taskforge.report.data import ReportData, TaskSummary
 from taskforge.report.figures import FigureSpec, figure_specs

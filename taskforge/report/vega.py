@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from taskforge.atomic_files import write_atomic
+from taskforge.core.files import write_atomic
 
 VEGA_LITE_VERSION = "5.21"  # the newest 5.x vl-convert 1.9 ships; must be in vl_convert.get_vegalite_versions()
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
@@ -41,7 +41,7 @@ def _vlc() -> Any:
 
 def default_cache_dir() -> Path:
     """``<work_dir>/report-assets`` of the resolved settings (``TASKFORGE_WORK_DIR`` and taskforge.toml apply)."""
-    from taskforge.settings import Settings
+    from taskforge.core.settings import Settings
 
     return Settings.load().work_dir / ASSETS_DIR
 

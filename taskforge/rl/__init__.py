@@ -5,7 +5,7 @@ concrete modules (``taskforge.rl.curriculum``, ``taskforge.rl.loop``, ...) where
 
 - ``curriculum``: ``CurriculumSampler`` (a ``torch.utils.data.Sampler``) and ``UniformSampler``.
 - ``policies``: the ``Policy`` protocol and the built-in policies (oracle, null, simulated, command, openai).
-- ``grading``: the ``Grader`` seam (``FakeGrader`` for tests, ``SandboxGrader`` over ``taskforge.reward``).
+- ``grading``: the ``Grader`` seam (``FakeGrader`` for tests, ``SandboxGrader`` over ``taskforge.reward.reward``).
 - ``loop``: ``train(...)``, the readable RL loop.
 - ``verl_adapter``: the same curriculum behind verl's ``AbstractCurriculumSampler`` hook.
 """

@@ -1,11 +1,11 @@
 """Turn a language model's completion into a patch against the broken workspace.
 
-A completion is either a unified diff (taken as is, via ``taskforge.rl.patches.extract_patch``) or
+A completion is either a unified diff (taken as is, via ``taskforge.rl.answer_patch.extract_patch``) or
 Python code: the implementation of the deleted feature. Code is spliced into the broken file with
 libcst: every top-level ``def``/``class`` of the completion replaces the definition of the same name in
 the file (at module level or inside a class, so a stubbed method is replaced in place); a definition the
 file does not have (the ``delete`` strategy removed it) is appended at the end of the module. The
-result is diffed against the broken file with ``taskforge.patches.diff_file`` (a git-style patch).
+result is diffed against the broken file with ``taskforge.core.patches.diff_file`` (a git-style patch).
 Untouched code keeps its exact bytes.
 """
 
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from taskforge.patches import diff_file
-from taskforge.rl.patches import extract_patch
+from taskforge.core.patches import diff_file
+from taskforge.rl.answer_patch import extract_patch
 
 _CODE_FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 

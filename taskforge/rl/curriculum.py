@@ -42,9 +42,9 @@ from typing import Any, Protocol
 import numpy as np
 from torch.utils.data import Sampler
 
-from taskforge.atomic_files import write_atomic
-from taskforge.errors import ConfigError
-from taskforge.task import Task
+from taskforge.core.errors import ConfigError
+from taskforge.core.files import write_atomic
+from taskforge.core.task import Task
 
 STATE_VERSION = 1
 

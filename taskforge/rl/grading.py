@@ -1,6 +1,6 @@
 """The grading seam of the RL loop: (task, patch) pairs in, one ``GradeResult`` per pair out.
 
-* ``SandboxGrader``: the real reward path (``taskforge.reward.reward_many``: a fresh sandbox per
+* ``SandboxGrader``: the real reward path (``taskforge.reward.reward.reward_many``: a fresh sandbox per
   grading, hidden tests restored, tamper canaries). Imported lazily so the loop imports no sandbox code.
 * ``FakeGrader``: reward 1.0 iff the patch is byte-for-byte the gold patch. For unit tests and for the
   curriculum benchmark, where the simulated policy returns either the gold patch or a wrong one, so the
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from taskforge.settings import Settings
-from taskforge.task import Task
+from taskforge.core.settings import Settings
+from taskforge.core.task import Task
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +83,7 @@ class FakeGrader:
 
 
 class SandboxGrader:
-    """The real reward path: ``taskforge.reward.reward_many`` on the configured sandbox backend.
+    """The real reward path: ``taskforge.reward.reward.reward_many`` on the configured sandbox backend.
 
     Original trees come from the dataset directory's repo archives; the sandbox backend is built once
     (``sandboxes.selection.make_sandbox``) and reused by every step; environments are cached by the backend.
@@ -98,8 +98,8 @@ class SandboxGrader:
     def grade(self, pairs: Sequence[tuple[Task, str]]) -> list[GradeResult]:
         # lazy: sandboxes are only imported when grading for real
         from sandboxes.selection import make_sandbox
-        from taskforge.grading import DatasetTrees
-        from taskforge.reward import reward_many
+        from taskforge.reward.reward import reward_many
+        from taskforge.reward.workspace import DatasetTrees
 
         if self._sandbox is None:
             self._sandbox = make_sandbox(self.settings)
@@ -109,7 +109,7 @@ class SandboxGrader:
 
 
 def from_reward_result(r: Any) -> GradeResult:
-    """A ``taskforge.reward.RewardResult`` as the loop's ``GradeResult``."""
+    """A ``taskforge.reward.reward.RewardResult`` as the loop's ``GradeResult``."""
     timings = dict(r.timings)
     seconds = float(timings.get("total_s", sum(timings.values())))
     return GradeResult(r.instance_id, float(r.score), float(r.fraction), tuple(r.flags), seconds)

@@ -34,12 +34,12 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from taskforge.atomic_files import write_atomic
-from taskforge.errors import ConfigError, DatasetError
+from taskforge.core.errors import ConfigError, DatasetError
+from taskforge.core.files import write_atomic
+from taskforge.core.task import Task
 from taskforge.rl.curriculum import CurriculumSampler, GroupOutcome, TaskSampler
 from taskforge.rl.grading import GradedGroup, Grader
 from taskforge.rl.policies import Policy
-from taskforge.task import Task
 
 STATE_VERSION = 1
 

@@ -40,7 +40,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from taskforge.errors import ConfigError
+from taskforge.core.errors import ConfigError
 
 NS_COEFFS = (3.4445, -4.7750, 2.0315)
 OPTIMIZERS = ("muon", "adamw")

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from taskforge.errors import ConfigError
+from taskforge.core.errors import ConfigError
 from taskforge.rl.feedback import FeedbackKL, feedback_kl
 from taskforge.rl.grpo import TokenBatch, forward_logits, group_advantages, grpo_loss, token_logprobs
 from taskforge.rl.muon import OPTIMIZERS, make_optimizer

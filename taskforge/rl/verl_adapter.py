@@ -32,7 +32,7 @@ import json
 from collections.abc import Iterator, Mapping, Sized
 from typing import Any
 
-from taskforge.errors import ConfigError
+from taskforge.core.errors import ConfigError
 from taskforge.rl.curriculum import CurriculumConfig, CurriculumSampler, GroupOutcome
 
 try:  # verl's own interface when verl is installed (its factory asserts isinstance AbstractSampler)

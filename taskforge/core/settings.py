@@ -1,0 +1,92 @@
+"""Typed run configuration, layered: defaults -> ``taskforge.toml`` -> ``TASKFORGE_*`` env -> CLI flags.
+
+Each field carries its documentation. ``Settings.load(overrides)`` resolves the layers; the CLI logs
+the resolved settings once at the start of a run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from taskforge.core.errors import ConfigError
+
+
+def _doc(text: str, default: Any = None, factory: Any = None) -> Any:
+    if factory is not None:
+        return field(default_factory=factory, metadata={"doc": text})
+    return field(default=default, metadata={"doc": text})
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    work_dir: Path = _doc("Content-addressed work area (repos, environments, sdists), reused across runs.",
+                          factory=lambda: Path(os.path.expanduser("~/.cache/taskforge")))
+    sandbox: str = _doc("Backend that runs tests: local | docker | auto (docker when a daemon answers).", "local")
+    python: str = _doc("Python interpreter used to build environments (local sandbox).", "python3.11")
+    jobs: int = _doc("Parallel workers for candidates and gradings (1 = synchronous).", 1)
+    executor: str = _doc("Where stage functions run: process | ray.", "process")
+    ray_address: str = _doc("Ray cluster address for executor=ray ('' = start a local instance).", "")
+    baseline_runs: int = _doc("Full-suite runs on pristine code; inconsistent tests are flaky.", 3)
+    validation_repeats: int = _doc("Repeats of every validation check; any disagreement rejects.", 2)
+    test_timeout_s: float = _doc("Wall-clock limit of one test-suite run, in seconds.", 900.0)
+    install_timeout_s: float = _doc("Wall-clock limit of building an environment, in seconds.", 1200.0)
+    base_image: str = _doc("Docker base image with Python (e.g. python:3.11-slim, or taskforge/base:bookworm).",
+                           "taskforge/base:bookworm")
+    ca_bundle: str = _doc("CA bundle passed to pip inside sandboxes ('' = none); for TLS-intercepting proxies.",
+                          "")
+    docker_memory: str = _doc("Memory limit of a test container.", "2g")
+    docker_pids: int = _doc("Process limit of a test container.", 512)
+    docker_cpus: float = _doc("CPU limit of a test container.", 1.0)
+    seed: int = _doc("Seed of every shuffle and sample.", 0)
+
+    @classmethod
+    def load(cls, overrides: Mapping[str, Any] | None = None, config_file: Path | None = None) -> Settings:
+        values: dict[str, Any] = {}
+        path = config_file or Path(os.environ.get("TASKFORGE_CONFIG", "taskforge.toml"))
+        if path.is_file():
+            try:
+                values.update(tomllib.loads(path.read_text()).get("taskforge", {}))
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(f"config file {path} is not valid TOML ({exc}); fix or remove it") from exc
+        for f in fields(cls):
+            env = os.environ.get(f"TASKFORGE_{f.name.upper()}")
+            if env is not None:
+                values[f.name] = env
+        values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+        unknown = set(values) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ConfigError(f"unknown setting(s) {sorted(unknown)}; known: {[f.name for f in fields(cls)]}")
+        return cls(**{k: _coerce(cls, k, v) for k, v in values.items()})
+
+    def with_(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: (str(v) if isinstance(v := getattr(self, f.name), Path) else v) for f in fields(self)}
+
+    @property
+    def effective_ca_bundle(self) -> str:
+        """The CA bundle to pass into sandboxes: the setting, else PIP_CERT/SSL_CERT_FILE when present."""
+        for candidate in (self.ca_bundle, os.environ.get("PIP_CERT", ""), os.environ.get("SSL_CERT_FILE", "")):
+            if candidate and Path(candidate).is_file():
+                return candidate
+        return ""
+
+
+def _coerce(cls: type[Settings], name: str, value: Any) -> Any:
+    default = next(f for f in fields(cls) if f.name == name)
+    kind = type(default.default) if default.default is not dataclasses.MISSING else Path
+    try:
+        if kind is Path:
+            return Path(os.path.expanduser(str(value)))
+        if kind is bool:
+            return str(value).lower() in ("1", "true", "yes", "on")
+        return kind(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"setting {name}={value!r} is not a valid {kind.__name__}") from exc

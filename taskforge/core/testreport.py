@@ -1,0 +1,119 @@
+"""Per-test outcomes of one test-suite run, as reported by the in-sandbox runner.
+
+The runner (``sandboxes/runner/pytest_runner.py``) writes a JSON report; ``TestReport.from_json`` reads it.
+These are the values every later stage (baseline, validation, reward) reasons about.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Outcome(enum.StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"  # setup/teardown error or collection error of the test's file
+    SKIPPED = "skipped"
+    XFAILED = "xfailed"
+    XPASSED = "xpassed"
+    MISSING = "missing"  # asked for, but never reported (not collected, runner died, ...)
+
+    @property
+    def ok(self) -> bool:
+        """True for outcomes that count as a pass for grading (``xfailed`` is an expected failure)."""
+        return self in (Outcome.PASSED, Outcome.XFAILED)
+
+
+@dataclass(frozen=True, slots=True)
+class TestResult:
+    nodeid: str
+    outcome: Outcome
+    duration: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"nodeid": self.nodeid, "outcome": self.outcome.value, "duration": round(self.duration, 6)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TestResult:
+        return cls(str(d["nodeid"]), Outcome(d["outcome"]), float(d.get("duration", 0.0)))
+
+
+@dataclass(frozen=True, slots=True)
+class TestReport:
+    """What one run of the suite (or of selected node ids) produced."""
+
+    results: tuple[TestResult, ...]
+    exit_code: int
+    duration: float
+    timed_out: bool = False
+    collection_errors: tuple[str, ...] = ()
+    output_tail: str = ""
+    # Set by runs that carry canary tests (the reward path); empty otherwise.
+    flags: tuple[str, ...] = field(default=())
+
+    __test__ = False  # not a pytest test class
+
+    def outcomes(self) -> dict[str, Outcome]:
+        return {r.nodeid: r.outcome for r in self.results}
+
+    def outcome_of(self, nodeid: str) -> Outcome:
+        return self.outcomes().get(nodeid, Outcome.MISSING)
+
+    def with_missing(self, expected: Iterable[str]) -> TestReport:
+        """Add MISSING results for expected node ids that did not report."""
+        seen = self.outcomes()
+        extra = tuple(TestResult(n, Outcome.MISSING) for n in expected if n not in seen)
+        if not extra:
+            return self
+        return TestReport(
+            self.results + extra, self.exit_code, self.duration, self.timed_out,
+            self.collection_errors, self.output_tail, self.flags,
+        )
+
+    def nodeids(self, *outcomes: Outcome) -> frozenset[str]:
+        return frozenset(r.nodeid for r in self.results if not outcomes or r.outcome in outcomes)
+
+    def all_ok(self, nodeids: Iterable[str]) -> bool:
+        out = self.outcomes()
+        return all(out.get(n, Outcome.MISSING).ok for n in nodeids)
+
+    def none_ok(self, nodeids: Iterable[str]) -> bool:
+        out = self.outcomes()
+        return not any(out.get(n, Outcome.MISSING).ok for n in nodeids)
+
+    def counts(self) -> dict[str, int]:
+        c: dict[str, int] = {}
+        for r in self.results:
+            c[r.outcome.value] = c.get(r.outcome.value, 0) + 1
+        return c
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "results": [r.to_dict() for r in self.results],
+            "exit_code": self.exit_code,
+            "duration": round(self.duration, 6),
+            "timed_out": self.timed_out,
+            "collection_errors": list(self.collection_errors),
+            "output_tail": self.output_tail,
+            "flags": list(self.flags),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TestReport:
+        return cls(
+            results=tuple(TestResult.from_dict(r) for r in d.get("results", ())),
+            exit_code=int(d.get("exit_code", -1)),
+            duration=float(d.get("duration", 0.0)),
+            timed_out=bool(d.get("timed_out", False)),
+            collection_errors=tuple(d.get("collection_errors", ())),
+            output_tail=str(d.get("output_tail", "")),
+            flags=tuple(d.get("flags", ())),
+        )
+
+    @classmethod
+    def crashed(cls, *, exit_code: int, duration: float, output_tail: str, timed_out: bool = False) -> TestReport:
+        """A run that produced no report at all (runner died, timed out before writing)."""
+        return cls((), exit_code, duration, timed_out, (), output_tail, ("no_report",))

@@ -1,0 +1,1 @@
+"""``generate``: sources -> profiles -> candidates -> validated tasks -> dataset, on an executor."""

@@ -1,0 +1,257 @@
+"""``generate``: sources -> profiles -> candidates -> validated tasks -> dataset, resumable.
+
+Stages run as picklable functions on an ``Executor`` (process pool or Ray):
+
+* ``profile_source(ProfileJob)``: mine + profile one source; cached in the work area by source, so a
+  rerun (or another dataset from the same repository) reuses it. One environment per repository.
+* ``validate_candidate(CandidateJob)`` (``taskforge.validate.steps``): one candidate -> Task | Rejected.
+
+Resumability: every candidate's outcome is journaled atomically under ``OUT/.journal/<repo>/`` as it
+completes; a rerun with the same arguments skips journaled candidates. Tasks are added to the dataset
+per source in a deterministic order (candidate rank order, interleaved over strategies), so a run killed
+at any point and started again ends with exactly the dataset of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from generators.candidates import Candidate, interleave, propose
+from taskforge.core.errors import ConfigError, TaskforgeError
+from taskforge.core.files import write_atomic
+from taskforge.core.outcomes import Rejected, RejectReason
+from taskforge.core.settings import Settings
+from taskforge.pipeline.executors import Executor
+from taskforge.validate.steps import CandidateJob, CandidateResult, validate_candidate
+
+STRATEGIES = ("stub", "delete", "module")
+JOURNAL_DIR = ".journal"
+
+Event = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateOptions:
+    strategies: tuple[str, ...] = STRATEGIES
+    max_tasks: int | None = None  # per source; None = every valid candidate
+    max_candidates: int | None = None  # per source, after ranking; None = all
+    seed: int = 0
+    rev: str | None = None
+    mode: str = "default"  # validation mode: "default" | "naive" (the benchmark's reference)
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileJob:
+    source: str
+    settings: dict[str, Any]
+    rev: str | None = None
+    sandbox: Any = None  # a picklable ``Sandbox`` instead of the one ``settings`` name (tests, fakes)
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileOutcome:
+    source: str
+    profile_dir: str = ""
+    error: str = ""
+    seconds: float = 0.0
+    cached: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSummary:
+    source: str
+    repo: str = ""
+    error: str = ""
+    candidates: int = 0
+    accepted: dict[str, int] = field(default_factory=dict)  # strategy -> tasks written
+    funnel: dict[str, int] = field(default_factory=dict)  # reject reason -> count
+    seconds: float = 0.0
+    profile_seconds: float = 0.0
+    test_seconds: float = 0.0  # summed sandbox time of all candidates' validation runs
+    suite_seconds: float = 0.0  # wall time of one full-suite run of the repository (baseline median)
+
+    @property
+    def tasks(self) -> int:
+        return sum(self.accepted.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "repo": self.repo, "error": self.error, "candidates": self.candidates,
+                "accepted": dict(self.accepted), "tasks": self.tasks, "funnel": dict(self.funnel),
+                "seconds": round(self.seconds, 2), "profile_seconds": round(self.profile_seconds, 2),
+                "test_seconds": round(self.test_seconds, 2), "suite_seconds": round(self.suite_seconds, 3)}
+
+
+def profile_key(job: ProfileJob) -> str:
+    s = job.settings
+    backend = job.sandbox.name if job.sandbox is not None else s.get("sandbox")
+    ident = json.dumps([job.source, job.rev, s.get("baseline_runs"), s.get("python"), backend,
+                        s.get("base_image") if s.get("sandbox") != "local" else ""], sort_keys=True)
+    return hashlib.sha256(ident.encode()).hexdigest()[:16]
+
+
+def profile_source(job: ProfileJob) -> ProfileOutcome:
+    """Stage function: build (or reuse) the profile of one source. Never raises for a bad source."""
+    from sandboxes.selection import make_sandbox
+    from taskforge.profile.build import PROFILE_FILE, Profile, build_profile
+
+    start = time.monotonic()
+    settings = Settings.load(job.settings)
+    pdir = Path(settings.work_dir) / "profiles" / profile_key(job)
+    try:
+        if (pdir / PROFILE_FILE).is_file():
+            Profile.load(pdir)
+            return ProfileOutcome(job.source, str(pdir), seconds=time.monotonic() - start, cached=True)
+        sandbox = job.sandbox if job.sandbox is not None else make_sandbox(settings)
+        profile = build_profile(job.source, settings, sandbox, rev=job.rev)
+        profile.save(pdir)
+        return ProfileOutcome(job.source, str(pdir), seconds=time.monotonic() - start)
+    except TaskforgeError as exc:
+        return ProfileOutcome(job.source, error=str(exc), seconds=time.monotonic() - start)
+
+
+def _journal_path(journal: Path, candidate_id: str) -> Path:
+    return journal / (hashlib.sha256(candidate_id.encode()).hexdigest()[:24] + ".json")
+
+
+def _read_journal(path: Path) -> CandidateResult | None:
+    try:
+        return CandidateResult.from_dict(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # a torn or foreign file: the candidate is simply validated again
+
+
+def select_tasks(order: Sequence[Candidate], results: dict[str, CandidateResult],
+                 max_tasks: int | None) -> tuple[list[CandidateResult], bool]:
+    """The first ``max_tasks`` accepted results in candidate order; True when that choice is final."""
+    chosen: list[CandidateResult] = []
+    for cand in order:
+        res = results.get(cand.candidate_id)
+        if res is None:
+            return chosen, False
+        if res.task is not None:
+            chosen.append(res)
+            if max_tasks is not None and len(chosen) >= max_tasks:
+                return chosen, True
+    return chosen, True
+
+
+def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: GenerateOptions,
+               executor: Executor, writer: Any, emit: Event, sandbox: Any = None) -> SourceSummary:
+    """Validate the candidates of one profiled source and add its tasks to ``writer``."""
+    from generators.protocol import all_strategies
+    from taskforge.dataset.funnel import RunFunnel
+    from taskforge.validate.worker import load_profile
+
+    start = time.monotonic()
+    prof = load_profile(profile.profile_dir)
+    known = all_strategies()
+    unknown = [s for s in options.strategies if s not in known]
+    if unknown:
+        raise ConfigError(f"unknown strategies {unknown}; choose from {sorted(known)}")
+    candidates, pre_rejected = propose(prof, [known[s] for s in options.strategies], options.seed)
+    order = interleave(candidates, options.strategies)
+    if options.max_candidates is not None:
+        order = order[: options.max_candidates]
+    journal = out / JOURNAL_DIR / prof.snapshot.slug
+    journal.mkdir(parents=True, exist_ok=True)
+    results: dict[str, CandidateResult] = {}
+    for cand in order:
+        done = _read_journal(_journal_path(journal, cand.candidate_id))
+        if done is not None:
+            results[cand.candidate_id] = done
+    emit("candidates", {"source": profile.source, "total": len(order), "done": len(results)})
+
+    provenance = {"seed": options.seed, "strategies": list(options.strategies), "max_tasks": options.max_tasks,
+                  "sandbox": settings.sandbox, "validation_repeats": settings.validation_repeats,
+                  "baseline_runs": settings.baseline_runs}
+    batch_size = max(2, 2 * settings.jobs)
+    while True:
+        chosen, final = select_tasks(order, results, options.max_tasks)
+        if final:
+            break
+        todo = [c for c in order if c.candidate_id not in results][:batch_size]
+        jobs = [CandidateJob(profile.profile_dir, c, settings.to_dict(), provenance, options.mode, sandbox)
+                for c in todo]
+        for i, res in executor.map_unordered(validate_candidate, jobs):
+            cand = todo[i]
+            if isinstance(res, BaseException):
+                res = CandidateResult(cand.candidate_id, rejected=Rejected(
+                    cand.candidate_id, RejectReason.INTERNAL_ERROR, f"{type(res).__name__}: {res}"))
+            write_atomic(_journal_path(journal, cand.candidate_id), json.dumps(res.to_dict(), sort_keys=True),
+                         durable=True)
+            results[cand.candidate_id] = res
+            emit("candidate", {"source": profile.source, "candidate": cand.candidate_id,
+                               "accepted": res.task is not None,
+                               "reason": res.rejected.reason.value if res.rejected else ""})
+
+    writer.add_repo_archive(prof.snapshot.name, prof.snapshot.commit, prof.repo_dir)
+    for res in chosen:
+        assert res.task is not None
+        writer.add(res.task)
+    considered = [results[c.candidate_id] for c in order if c.candidate_id in results]
+    rejections = [r.rejected for r in considered if r.rejected is not None] + pre_rejected
+    accepted = Counter(r.task.strategy for r in chosen if r.task is not None)
+    test_seconds = sum(r.test_seconds for r in considered)
+    stages: Counter[str] = Counter()
+    stage_cpu: Counter[str] = Counter()
+    for r in considered:
+        stages.update(r.stages)
+        stage_cpu.update(r.stage_cpu)
+    seconds = time.monotonic() - start
+    suite = _suite_seconds(prof)
+    writer.record_run(RunFunnel.from_outcomes(
+        f"{profile.source}@{options.seed}", profile.source, prof.snapshot.name, len(chosen), rejections,
+        seconds=round(seconds + profile.seconds, 2),
+        extra={"accepted_by_strategy": dict(accepted), "stage_seconds": {k: round(v, 3) for k, v in stages.items()},
+               "stage_cpu_seconds": {k: round(v, 3) for k, v in stage_cpu.items()},
+               "sandbox_runs": sum(r.runs for r in considered),
+               "profile_seconds": round(profile.seconds, 2), "test_seconds": round(test_seconds, 2),
+               "suite_seconds": suite, "validated_candidates": len(considered),
+               "accepted_valid": sum(1 for r in considered if r.task is not None)}))
+    return SourceSummary(profile.source, prof.snapshot.name, "", len(order) + len(pre_rejected), dict(accepted),
+                         dict(Counter(r.reason.value for r in rejections)), seconds, profile.seconds,
+                         test_seconds, suite)
+
+
+def _suite_seconds(prof: Any) -> float:
+    runs = list(prof.baseline.run_seconds[1:] or prof.baseline.run_seconds)
+    return round(sorted(runs)[len(runs) // 2], 3) if runs else 0.0
+
+
+def generate(sources: Sequence[str], out: Path, settings: Settings, options: GenerateOptions,
+             executor: Executor, emit: Event | None = None, sandbox: Any = None) -> list[SourceSummary]:
+    """Run the whole pipeline; one bad source never stops the others (its summary carries the error)."""
+    from generators.protocol import all_strategies
+    from taskforge.dataset.writer import DatasetWriter
+
+    say: Event = emit or (lambda _e, _d: None)
+    out = Path(out)
+    unknown = [s for s in options.strategies if s not in all_strategies()] or ([] if options.strategies else ["(none)"])
+    if unknown:
+        raise ConfigError(f"unknown strategies {unknown}; expected a comma-separated subset of {list(STRATEGIES)}")
+    summaries: list[SourceSummary] = []
+    jobs = [ProfileJob(s, settings.to_dict(), options.rev, sandbox) for s in sources]
+    say("profiles", {"total": len(jobs)})
+    profiles: dict[int, ProfileOutcome] = {}
+    for i, res in executor.map_unordered(profile_source, jobs):
+        profiles[i] = res if isinstance(res, ProfileOutcome) else ProfileOutcome(sources[i], error=f"{res}")
+        say("profiled", {"source": sources[i], "error": profiles[i].error, "cached": profiles[i].cached})
+    with DatasetWriter(out) as writer:
+        for i, source in enumerate(sources):
+            prof = profiles[i]
+            if prof.error:
+                summaries.append(SourceSummary(source, error=prof.error, seconds=prof.seconds))
+                continue
+            try:
+                summaries.append(run_source(prof, out, settings, options, executor, writer, say, sandbox))
+            except TaskforgeError as exc:
+                summaries.append(SourceSummary(source, error=str(exc)))
+            say("source_done", {"source": source})
+    return summaries

@@ -1,0 +1,104 @@
+"""The baseline: every test's outcome on pristine code over N full-suite runs.
+
+A test whose outcome class differs between runs (or that is missing from some run) is *flaky*; a test
+that consistently fails or errors on pristine code is *broken*. Neither is ever used later. Only
+``reliable`` tests (passed in every run) can become FAIL_TO_PASS or PASS_TO_PASS.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from taskforge.core.testreport import Outcome, TestReport
+
+SCHEMA_VERSION = 1
+
+_CLASS = {
+    Outcome.PASSED: "passed", Outcome.XFAILED: "passed",
+    Outcome.FAILED: "failed", Outcome.ERROR: "failed", Outcome.XPASSED: "failed",
+    Outcome.SKIPPED: "skipped", Outcome.MISSING: "missing",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    runs: int
+    passed: frozenset[str]  # ok (passed or xfailed) in every run: the reliable tests
+    failed: frozenset[str]  # failed/errored/xpassed in every run: broken on pristine code
+    flaky: frozenset[str]  # outcome class changed between runs, or missing from some run
+    skipped: frozenset[str]  # skipped in every run
+    durations: Mapping[str, float] = field(default_factory=dict)  # median seconds per test
+    collection_errors: tuple[str, ...] = ()  # files pytest could not collect (union over runs)
+    run_seconds: tuple[float, ...] = ()  # wall time of each run
+
+    @property
+    def broken(self) -> frozenset[str]:
+        return self.failed
+
+    @property
+    def reliable(self) -> frozenset[str]:
+        return self.passed
+
+    @property
+    def all_tests(self) -> frozenset[str]:
+        return self.passed | self.failed | self.flaky | self.skipped
+
+    def counts(self) -> dict[str, int]:
+        return {"passed": len(self.passed), "failed": len(self.failed), "flaky": len(self.flaky),
+                "skipped": len(self.skipped)}
+
+    def suite_seconds(self, tests: Sequence[str] | None = None) -> float:
+        """Summed median durations of ``tests`` (all reliable tests by default)."""
+        chosen = self.passed if tests is None else tests
+        return round(sum(self.durations.get(t, 0.0) for t in chosen), 6)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION, "runs": self.runs,
+            "passed": sorted(self.passed), "failed": sorted(self.failed), "flaky": sorted(self.flaky),
+            "skipped": sorted(self.skipped),
+            "durations": {k: round(v, 6) for k, v in sorted(self.durations.items())},
+            "collection_errors": list(self.collection_errors), "run_seconds": list(self.run_seconds),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Baseline:
+        return cls(
+            runs=int(d["runs"]), passed=frozenset(d.get("passed", ())), failed=frozenset(d.get("failed", ())),
+            flaky=frozenset(d.get("flaky", ())), skipped=frozenset(d.get("skipped", ())),
+            durations={k: float(v) for k, v in d.get("durations", {}).items()},
+            collection_errors=tuple(d.get("collection_errors", ())),
+            run_seconds=tuple(float(x) for x in d.get("run_seconds", ())),
+        )
+
+
+def compute_baseline(reports: Sequence[TestReport], timing_reports: Sequence[TestReport] | None = None) -> Baseline:
+    """Classify every test seen in ``reports``. Durations are medians over ``timing_reports``
+    (default: all reports; pass the runs without coverage for honest timings)."""
+    if not reports:
+        raise ValueError("compute_baseline needs at least one report")
+    classes: dict[str, set[str]] = {}
+    for report in reports:
+        seen = report.outcomes()
+        for nodeid in set(classes) | set(seen):
+            classes.setdefault(nodeid, set()).add(_CLASS[seen.get(nodeid, Outcome.MISSING)])
+    buckets: dict[str, set[str]] = {"passed": set(), "failed": set(), "skipped": set(), "flaky": set()}
+    for nodeid, cls in classes.items():
+        if len(cls) == 1 and (only := next(iter(cls))) != "missing":
+            buckets[only].add(nodeid)
+        else:
+            buckets["flaky"].add(nodeid)
+    samples: dict[str, list[float]] = {}
+    for report in timing_reports or reports:
+        for r in report.results:
+            samples.setdefault(r.nodeid, []).append(r.duration)
+    errors = tuple(dict.fromkeys(e for r in reports for e in r.collection_errors))
+    return Baseline(
+        runs=len(reports), passed=frozenset(buckets["passed"]), failed=frozenset(buckets["failed"]),
+        flaky=frozenset(buckets["flaky"]), skipped=frozenset(buckets["skipped"]),
+        durations={k: statistics.median(v) for k, v in samples.items()},
+        collection_errors=errors, run_seconds=tuple(round(r.duration, 3) for r in reports),
+    )

@@ -1,0 +1,132 @@
+"""Per-test line coverage of the project's own code: for every line, which tests executed it.
+
+Built from one coverage run of the whole suite (coverage.py with one dynamic context per test, see
+``sandboxes/runner/pytest_runner.py``). On disk (``coverage.json``), node ids are stored once and lines refer to
+them by index::
+
+    {"schema_version": 1, "tests": ["tests/test_a.py::test_x", ...],
+     "files": {"pkg/mod.py": {"12": [0, 3], "13": [0]}}}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from taskforge.core.entities import Entity
+from taskforge.core.files import write_atomic
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class CoverageMap:
+    """``lines[file][line]`` = node ids of the tests that executed that line (files workspace-relative)."""
+
+    lines: Mapping[str, Mapping[int, frozenset[str]]] = field(default_factory=dict)
+
+    @classmethod
+    def from_contexts(cls, contexts: Mapping[str, Mapping[int, Iterable[str]]]) -> CoverageMap:
+        return cls({os.path.normpath(f).replace(os.sep, "/"): {int(ln): frozenset(ids) for ln, ids in per.items()}
+                    for f, per in contexts.items()})
+
+    @property
+    def tests(self) -> frozenset[str]:
+        return frozenset(t for per in self.lines.values() for ids in per.values() for t in ids)
+
+    def tests_for_lines(self, file: str, start: int, end: int,
+                        among: Iterable[str] | None = None) -> frozenset[str]:
+        """Tests that executed any line in ``start..end`` (inclusive) of ``file``, optionally only ``among``."""
+        per = self.lines.get(file, {})
+        found: set[str] = set()
+        for ln, ids in per.items():
+            if start <= ln <= end:
+                found |= ids
+        return frozenset(found) if among is None else frozenset(found) & frozenset(among)
+
+    def tests_for_entity(self, entity: Entity, among: Iterable[str] | None = None) -> frozenset[str]:
+        """Tests that executed the entity's *body* (not just its ``def`` line)."""
+        return self.tests_for_lines(entity.file, entity.body_start, entity.body_end, among)
+
+    def covered_lines(self, file: str) -> frozenset[int]:
+        return frozenset(self.lines.get(file, {}))
+
+    def restricted_to(self, tests: Iterable[str]) -> CoverageMap:
+        """The same map with only ``tests`` (e.g. the reliable ones); lines nobody else ran drop out."""
+        keep = frozenset(tests)
+        out: dict[str, dict[int, frozenset[str]]] = {}
+        for f, per in self.lines.items():
+            lines = {ln: ids & keep for ln, ids in per.items() if ids & keep}
+            if lines:
+                out[f] = lines
+        return CoverageMap(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        tests = sorted(self.tests)
+        index = {t: i for i, t in enumerate(tests)}
+        return {
+            "schema_version": SCHEMA_VERSION, "tests": tests,
+            "files": {f: {str(ln): sorted(index[t] for t in ids) for ln, ids in sorted(per.items())}
+                      for f, per in sorted(self.lines.items())},
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> CoverageMap:
+        version = int(d.get("schema_version", SCHEMA_VERSION))
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"coverage map schema {version} is not supported (expected {SCHEMA_VERSION})")
+        tests = list(d.get("tests", ()))
+        return cls({f: {int(ln): frozenset(tests[i] for i in ids) for ln, ids in per.items()}
+                    for f, per in d.get("files", {}).items()})
+
+    def save(self, path: Path) -> None:
+        write_atomic(path, json.dumps(self.to_dict(), separators=(",", ":")))
+
+    @classmethod
+    def load(cls, path: Path) -> CoverageMap:
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+
+def covered_entities(entities: Iterable[Entity], coverage: CoverageMap,
+                     reliable: Iterable[str]) -> tuple[Entity, ...]:
+    """Entities whose body lines are executed by at least one reliable test."""
+    rel = frozenset(reliable)
+    return tuple(e for e in entities if coverage.tests_for_entity(e, rel))
+
+
+def statement_lines(repo: Path, files: Iterable[str]) -> dict[str, frozenset[int]]:
+    """Executable statement lines of each file, as coverage.py counts them (its own parser)."""
+    from coverage.parser import PythonParser
+
+    out: dict[str, frozenset[int]] = {}
+    for f in files:
+        try:
+            parser = PythonParser(filename=str(Path(repo) / f))
+            parser.parse_source()
+        except Exception:  # noqa: BLE001 - coverage raises several types for unparsable files
+            continue
+        out[f] = frozenset(parser.statements)
+    return out
+
+
+def coverage_percent(coverage: CoverageMap, entities: Iterable[Entity],
+                     statements: Mapping[str, frozenset[int]]) -> float:
+    """Share (0-100) of the statements in function and method bodies that at least one test executed.
+
+    Module- and class-level statements are left out: they run at import time, outside any test, so the
+    per-test map cannot see them.
+    """
+    total: set[tuple[str, int]] = set()
+    for e in entities:
+        if e.kind.value not in ("function", "method"):
+            continue
+        stmts = statements.get(e.file, frozenset())
+        total.update((e.file, ln) for ln in range(e.body_start, e.body_end + 1) if ln in stmts)
+    if not total:
+        return 0.0
+    hit = sum(1 for f, ln in total if ln in coverage.lines.get(f, {}))
+    return round(100.0 * hit / len(total), 2)

@@ -1,0 +1,176 @@
+"""Tamper-evidence plugin of a grading run (reward path). Standalone: stdlib + pytest, no taskforge.
+
+``taskforge.reward.canaries`` copies this file into the grading workspace under a random module name, with
+``_CONFIG`` replaced by the grading's secret plan, and the runner loads it with ``-p NAME``: pytest
+imports ``-p`` plugins before setuptools plugins, conftests and test modules, so this code runs before
+any code of the patch under grading. On import it deletes its own file and keeps the plan in closures.
+
+Canary tests (inserted by ``taskforge.reward.canaries`` into the hidden test files and one standalone file,
+with plausible names and bodies copied from real tests) are *executed by this plugin*: their bodies
+never run. Which canaries must fail is known only to this plugin and to the grader. Before answering
+for a must-pass canary the plugin checks the integrity of the run and fails the canary when it finds:
+
+- pytest, pluggy, json, sitecustomize or usercustomize imported from the workspace;
+- a watched pytest internal (runner, reports, python, skipping, pluggy's hook calling) replaced, or its
+  code object swapped;
+- a hook implementation registered before collection removed or altered, or a new one whose code lives
+  in the workspace outside a ``conftest.py`` (the grader restored every conftest from the original);
+- a test reported "passed" in its call phase although its test function raised or never ran.
+
+The last canary of the run is a must-pass one, so an early exit or late tampering leaves evidence too.
+What a report-forger cannot know is which canaries must fail; it can only guess (2**-n).
+"""
+
+from __future__ import annotations
+
+_CONFIG = "__TASKFORGE_GRADING_CONFIG__"
+
+
+def _build() -> dict:  # type: ignore[type-arg]
+    import json
+    import os
+    import sys
+
+    import _pytest.main
+    import _pytest.python
+    import _pytest.reports
+    import _pytest.runner
+    import _pytest.skipping
+    import pluggy
+    import pytest
+
+    cfg = json.loads(globals().pop("_CONFIG"))
+    try:
+        os.unlink(__file__)
+    except OSError:
+        pass
+    expect: dict[str, str] = dict(cfg["canaries"])
+    kinds: dict[str, str] = dict(cfg.get("kinds", {}))
+    last: str = cfg.get("last", "")
+    allowed_files = {os.path.realpath(p) for p in cfg.get("allowed_plugin_files", [])}
+    workspace = os.path.realpath(os.getcwd())
+    problems: list[str] = []
+    exc_types = {"AssertionError": AssertionError, "NotImplementedError": NotImplementedError,
+                 "AttributeError": AttributeError, "TypeError": TypeError, "ValueError": ValueError,
+                 "KeyError": KeyError}
+
+    def inside(path: str) -> bool:
+        real = os.path.realpath(path)
+        return real == workspace or real.startswith(workspace + os.sep)
+
+    for name in ("pytest", "_pytest", "pluggy", "json", "sitecustomize", "usercustomize"):
+        filename = getattr(sys.modules.get(name), "__file__", None)
+        if filename and inside(filename):
+            problems.append(f"{name} was imported from the workspace ({filename})")
+
+    watched = [
+        (_pytest.runner, "call_and_report"), (_pytest.runner, "runtestprotocol"),
+        (_pytest.runner, "call_runtest_hook"), (_pytest.runner, "pytest_runtest_makereport"),
+        (_pytest.runner, "CallInfo.from_call"), (_pytest.runner, "check_interactive_exception"),
+        (_pytest.reports, "TestReport.from_item_and_call"), (_pytest.reports, "TestReport.__init__"),
+        (_pytest.reports, "BaseReport.passed"), (_pytest.python, "pytest_pyfunc_call"),
+        (_pytest.python, "Function.runtest"), (_pytest.skipping, "pytest_runtest_makereport"),
+        (_pytest.main, "pytest_runtestloop"), (pluggy.HookCaller, "__call__"),
+        (pluggy.PluginManager, "_hookexec"), (pytest, "main"),
+    ]
+
+    def resolve(obj: object, qual: str) -> object:
+        for part in qual.split("."):
+            obj = obj.__dict__[part] if isinstance(obj, type) and part in obj.__dict__ else getattr(obj, part)
+        return obj
+
+    def fingerprint(fn: object) -> tuple[object, ...]:
+        inner = getattr(fn, "fget", None) or getattr(fn, "__func__", None) or fn
+        return (fn, inner, getattr(inner, "__code__", None))
+
+    snap: dict[tuple[int, str], tuple[object, ...]] = {}
+    for owner, qual in watched:
+        try:
+            snap[(id(owner), qual)] = fingerprint(resolve(owner, qual))
+        except (AttributeError, KeyError):
+            continue
+    owners = {id(o): o for o, _ in watched}
+    hook_snap: dict[str, list[tuple[object, object]]] = {}
+    call_seen: dict[str, str] = {}  # nodeid -> "ok" | "raised"
+    logged_pass: set[str] = set()
+
+    def impl_key(impl: object) -> tuple[object, object]:
+        fn = getattr(impl, "function", None)
+        return (fn, getattr(fn, "__code__", None))
+
+    def integrity(session: object) -> list[str]:
+        bad = list(problems)
+        for (oid, qual), fp in snap.items():
+            try:
+                now = fingerprint(resolve(owners[oid], qual))
+            except (AttributeError, KeyError):
+                now = ()
+            if now != fp:
+                bad.append(f"{qual} was replaced")
+        hook = session.config.hook  # type: ignore[attr-defined]
+        for name, before in hook_snap.items():
+            impls = getattr(hook, name).get_hookimpls()
+            now_keys = [impl_key(i) for i in impls]
+            for key in before:
+                if key not in now_keys:
+                    bad.append(f"a {name} implementation was removed or altered")
+            for key in now_keys:
+                if key in before:
+                    continue
+                code = key[1]
+                filename = getattr(code, "co_filename", "") or ""
+                if (filename and inside(filename) and os.path.basename(filename) != "conftest.py"
+                        and os.path.realpath(filename) not in allowed_files):
+                    bad.append(f"{name} hook registered from {filename}")
+        for nodeid in logged_pass:
+            if call_seen.get(nodeid) != "ok":
+                bad.append(f"{nodeid} reported passed but its test function did not run cleanly")
+        return bad
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_collection(session: object):  # type: ignore[no-untyped-def]
+        hook = session.config.hook  # type: ignore[attr-defined]
+        for name in ("pytest_runtest_protocol", "pytest_runtest_makereport", "pytest_runtest_call",
+                     "pytest_pyfunc_call", "pytest_runtest_logreport", "pytest_report_teststatus",
+                     "pytest_runtestloop", "pytest_collection_modifyitems", "pytest_runtest_setup"):
+            hook_snap[name] = [impl_key(i) for i in getattr(hook, name).get_hookimpls()]
+        yield
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(session: object, config: object, items: list) -> None:  # type: ignore[type-arg]
+        for i, item in enumerate(items):
+            if item.nodeid == last:
+                items.append(items.pop(i))
+                break
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_call(item: object):  # type: ignore[no-untyped-def]
+        outcome = yield
+        call_seen[item.nodeid] = "raised" if outcome.excinfo is not None else "ok"  # type: ignore[attr-defined]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(pyfuncitem: object) -> object:
+        nodeid = pyfuncitem.nodeid  # type: ignore[attr-defined]
+        want = expect.get(nodeid)
+        if want is None:
+            return None
+        bad = integrity(pyfuncitem.session)  # type: ignore[attr-defined]
+        if want == "fail":
+            raise exc_types.get(kinds.get(nodeid, ""), AssertionError)()
+        if bad:
+            raise AssertionError("grading integrity: " + "; ".join(bad[:5]))
+        return True
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(report: object) -> None:
+        if report.when == "call" and report.outcome == "passed":  # type: ignore[attr-defined]
+            logged_pass.add(report.nodeid)  # type: ignore[attr-defined]
+
+    return {"pytest_collection": pytest_collection,
+            "pytest_collection_modifyitems": pytest_collection_modifyitems,
+            "pytest_runtest_call": pytest_runtest_call, "pytest_pyfunc_call": pytest_pyfunc_call,
+            "pytest_runtest_logreport": pytest_runtest_logreport}
+
+
+globals().update(_build())
+del _build

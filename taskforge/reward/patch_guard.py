@@ -1,0 +1,217 @@
+"""Vet an agent's patch before grading, and apply what survives to the grading workspace.
+
+Threat model: the patch is written by a policy that is rewarded for making tests pass, by any means.
+``vet_patch`` parses the unified diff with ``unidiff`` and
+
+- **refuses** the whole patch (``PatchError``; the reward scores 0 with the flag ``patch_refused``) when a
+  file section: escapes the repository (absolute path, ``..``), touches ``.git/``, creates a symlink
+  (mode 120000) or a gitlink/submodule (160000), carries binary data, or adds a top-level module that
+  would shadow the standard library or the test tooling (a ``json.py`` or ``pytest/`` on ``PYTHONPATH``
+  is imported by the runner before any check could run);
+- **drops** sections that touch test files or test-support files (``conftest.py``, pytest/tox/setup.cfg/
+  pyproject configuration, ``sitecustomize``/``usercustomize``, ``*.pth``, pytest plugin modules): the
+  grader restores those from the original anyway; dropping is recorded so the reward can flag it.
+
+``apply_vetted`` applies the rest with ``git apply`` (argv list, timeout, process group killed),
+repository discovery fenced off. The grading workspace is checked again after the fact (no symlink
+may appear), so a parser differential between ``unidiff`` and git cannot smuggle one in.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import unidiff
+
+from taskforge.core.errors import PatchError
+
+TEST_DIR_NAMES = frozenset({"tests", "test"})
+SUPPORT_NAMES = frozenset({
+    "conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml",
+    "sitecustomize.py", "usercustomize.py",
+})
+# never legitimate in a source patch: executed at interpreter start-up, before any check
+STARTUP_HOOKS = frozenset({"sitecustomize.py", "usercustomize.py"})
+SHADOW_GUARDED = frozenset({
+    "pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "coverage", "xdist", "pytest_timeout",
+    "_tfg", "site", "sitecustomize", "usercustomize",
+}) | frozenset(sys.stdlib_module_names)
+
+
+@dataclass(frozen=True, slots=True)
+class ProtectedPaths:
+    """What the grader owns in a workspace: test files and test-support files (workspace-relative)."""
+
+    test_dirs: tuple[str, ...] = ("tests",)  # EnvSpec.test_paths
+    src_roots: tuple[str, ...] = (".",)  # EnvSpec.src_roots: where a shadowing module would be imported
+    extra: frozenset[str] = frozenset()  # hidden test files, plugin modules named by the original config
+    exempt: frozenset[str] = frozenset()  # source files the gold patch edits: never treated as tests
+
+    def kind(self, rel: str) -> str | None:
+        """``"support"``, ``"test"`` or None (a source file the agent may edit)."""
+        p = PurePosixPath(rel)
+        if p.name in SUPPORT_NAMES or p.suffix == ".pth":
+            return "support"
+        if rel in self.exempt:  # before ``extra``: a source module that also holds doctests stays source
+            return None
+        if rel in self.extra:
+            return "test"
+        if any(part in TEST_DIR_NAMES for part in p.parts[:-1]):
+            return "test"
+        if p.suffix == ".py" and (p.name.startswith("test_") or p.stem.endswith("_test")):
+            return "test"
+        for d in self.test_dirs:
+            d = d.strip("/")
+            if d not in ("", ".") and (rel == d or rel.startswith(d + "/")):
+                return "test"
+        return None
+
+    def shadows(self, rel: str) -> bool:
+        """True when ``rel`` is a top-level module/package under a src root named like a guarded module."""
+        p = PurePosixPath(rel)
+        for root in self.src_roots:
+            root = root.strip("/")
+            inner = p if root in ("", ".") else (p.relative_to(root) if p.is_relative_to(root) else None)
+            if inner is None or not inner.parts:
+                continue
+            top = inner.parts[0]
+            name = top[:-3] if len(inner.parts) == 1 and top.endswith(".py") else top
+            if len(inner.parts) == 1 and not top.endswith((".py", ".pyc", ".so")):
+                continue
+            if name in SHADOW_GUARDED or name.startswith("_tfg"):
+                return True
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class VettedPatch:
+    """The part of an agent's patch that may be applied, and what was dropped from it."""
+
+    text: str  # unified diff of the allowed file sections ("" when nothing is left)
+    files: tuple[str, ...]  # workspace-relative paths the allowed sections touch
+    dropped: tuple[str, ...]  # protected paths whose sections were removed
+    startup_hooks: tuple[str, ...] = ()  # dropped sitecustomize/usercustomize/.pth files (never legitimate)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"files": list(self.files), "dropped": list(self.dropped), "startup_hooks": list(self.startup_hooks)}
+
+
+def _clean_path(raw: str | None) -> str | None:
+    """Strip git's a/ b/ prefix; None for /dev/null. Raises PatchError for paths outside the repository."""
+    if raw is None:
+        return None
+    raw = raw.strip()
+    if raw == "/dev/null":
+        return None
+    if raw.startswith('"'):
+        raise PatchError(f"patch path {raw} is quoted (control or non-ASCII characters); refused")
+    if raw.startswith(("a/", "b/")):
+        raw = raw[2:]
+    p = PurePosixPath(raw)
+    if p.is_absolute() or raw.startswith("~") or "\\" in raw:
+        raise PatchError(f"patch touches {raw!r}, outside the repository; only relative paths are allowed")
+    if ".." in p.parts or not p.parts:
+        raise PatchError(f"patch path {raw!r} escapes the repository ('..'); refused")
+    if ".git" in p.parts:
+        raise PatchError(f"patch touches {raw!r} inside .git/; refused")
+    return p.as_posix()
+
+
+def _header_problem(info: str) -> str | None:
+    for line in info.splitlines():
+        low = line.lower()
+        if ("mode 120000" in low) or low.startswith("new file mode 12") or low.startswith("new mode 12"):
+            return "creates a symlink (mode 120000)"
+        if "160000" in low or low.startswith("subproject commit"):
+            return "touches a submodule/gitlink (mode 160000)"
+        if low.startswith("git binary patch") or (low.startswith("binary files") and low.endswith("differ")):
+            return "carries binary data"
+        if low.startswith(("copy from", "copy to")):
+            return "copies files (copy from/to)"
+    return None
+
+
+def vet_patch(patch: str, protected: ProtectedPaths) -> VettedPatch:
+    """Parse ``patch``; refuse it (``PatchError``) or return its allowed part. Empty patch -> empty result."""
+    if not patch.strip():
+        return VettedPatch("", (), ())
+    if "\x00" in patch:
+        raise PatchError("patch contains NUL bytes (binary data); refused")
+    try:
+        parsed = unidiff.PatchSet(patch)
+    except unidiff.UnidiffParseError as exc:
+        raise PatchError(f"patch is not a valid unified diff ({exc}); send `git diff` output") from None
+    if not len(parsed) and patch.strip():
+        raise PatchError("patch holds no file section (expected `diff --git a/X b/X` / `--- a/X` / `+++ b/X`)")
+    kept: list[str] = []
+    files: list[str] = []
+    dropped: list[str] = []
+    hooks: list[str] = []
+    for section in parsed:
+        problem = _header_problem(str(section.patch_info)) or ("carries binary data" if section.is_binary_file
+                                                                 else None)
+        paths = [q for q in (_clean_path(section.source_file), _clean_path(section.target_file)) if q]
+        where = ", ".join(dict.fromkeys(paths)) or "?"
+        if problem:
+            raise PatchError(f"patch section for {where} {problem}; refused")
+        if not paths:
+            raise PatchError("patch section has neither a source nor a target path; refused")
+        kinds = [protected.kind(q) for q in paths]
+        if any(kinds):
+            dropped.extend(paths)
+            hooks.extend(q for q in paths if PurePosixPath(q).name in STARTUP_HOOKS or q.endswith(".pth"))
+            continue
+        for q in paths:
+            if protected.shadows(q):
+                raise PatchError(f"patch adds {q!r}, which would shadow a standard-library or test-tool "
+                                 "module on the import path; refused")
+        kept.append(_section_text(section))
+        files.extend(paths)
+    return VettedPatch("".join(kept), tuple(dict.fromkeys(files)), tuple(dict.fromkeys(dropped)),
+                       tuple(dict.fromkeys(hooks)))
+
+
+def _section_text(section: unidiff.PatchedFile) -> str:
+    text = str(section)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def apply_vetted(workdir: Path, vetted: VettedPatch, *, timeout_s: float = 60.0) -> None:
+    """``git apply`` the allowed part into ``workdir``; ``PatchError`` when it does not apply."""
+    if not vetted.text:
+        return
+    workdir = Path(workdir).resolve()
+    argv = ["git", "apply", "--whitespace=nowarn", "-"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["GIT_CEILING_DIRECTORIES"] = str(workdir.parent)
+    proc = subprocess.Popen(argv, cwd=workdir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, start_new_session=True)
+    try:
+        _, err = proc.communicate(vetted.text.encode(), timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise PatchError(f"git apply of the agent patch ran past {timeout_s:.0f}s; refused") from None
+    if proc.returncode != 0:
+        first = next((ln for ln in err.decode(errors="replace").splitlines() if ln.strip()), "no output")
+        raise PatchError(f"agent patch does not apply to the broken workspace: {first}")
+
+
+def symlinks_in(root: Path, allowed: Iterable[str] = ()) -> list[str]:
+    """Workspace-relative symlinks under ``root`` that are not in ``allowed`` (the original's own)."""
+    ok = set(allowed)
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            full = Path(dirpath, name)
+            if full.is_symlink():
+                rel = full.relative_to(root).as_posix()
+                if rel not in ok:
+                    found.append(rel)
+    return sorted(found)

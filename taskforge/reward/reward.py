@@ -1,0 +1,269 @@
+"""The reward: grade an agent's patch against a task in a fresh sandbox workspace, tamper-evident.
+
+``reward(task, patch, sandbox=..., trees=...)`` and ``reward_many(pairs, ..., jobs=N)`` return
+``RewardResult`` values; they never raise for anything the patch or the code under test does.
+
+Grading (the reward contract in ``DESIGN.md``; workspace assembly in ``taskforge.reward.workspace``):
+a fresh workspace from the original tree + ``setup_patch``; the agent patch vetted and applied to
+non-test files only (``taskforge.reward.patch_guard``); every test and test-support file restored from the
+original, new ones deleted; the pytest configuration pinned (``-c`` clean ini, ``--rootdir``,
+``--confcutdir``; ``PYTEST_ADDOPTS``/``PYTEST_PLUGINS`` emptied); only FAIL_TO_PASS + PASS_TO_PASS
+run, by node id, together with secret canaries (``taskforge.reward.canaries``) and the grading plugin that
+checks the run's integrity. A test that did not report counts as failed; a timeout scores 0; a
+refused patch scores 0; tampering evidence (canaries, missing report, startup hooks, symlinks)
+scores 0 and sets the ``tampering`` flag.
+"""
+
+from __future__ import annotations
+
+import enum
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import unidiff
+
+from sandboxes.protocol import RunRequest, Sandbox
+from taskforge.core.environment import PreparedEnv
+from taskforge.core.errors import PatchError, TaskforgeError
+from taskforge.core.settings import Settings
+from taskforge.core.task import Task
+from taskforge.core.testreport import Outcome, TestReport
+from taskforge.reward.canaries import plant_canaries
+from taskforge.reward.patch_guard import ProtectedPaths, apply_vetted, vet_patch
+from taskforge.reward.workspace import (
+    OriginalTree,
+    original_ini,
+    pinned_options,
+    plugin_modules,
+    restore_protected,
+    stray_symlinks,
+    write_clean_ini,
+)
+
+
+class RewardFlag(enum.StrEnum):
+    TAMPERING = "tampering"  # evidence that the patch attacked the grading run
+    CANARY_FAILED = "canary_failed"  # a canary did not behave as planned (implies tampering)
+    NO_REPORT = "no_report"  # the runner wrote no (readable) report: killed, exited early, crashed
+    TIMEOUT = "timeout"  # the run passed its wall-clock limit
+    PATCH_REFUSED = "patch_refused"  # escapes the repository, symlink, binary, submodule, shadowing module
+    PATCH_FAILED = "patch_failed"  # the vetted patch does not apply to the broken workspace
+    PROTECTED_DROPPED = "protected_dropped"  # sections touching test/test-support files were dropped
+    COLLECTION_ERROR = "collection_error"  # some test file failed to collect
+    MISSING_TESTS = "missing_tests"  # some FAIL_TO_PASS/PASS_TO_PASS test never reported
+    GRADER_ERROR = "grader_error"  # our side failed (setup_patch, sandbox backend); not the agent's fault
+
+
+_ZEROING = frozenset({RewardFlag.TAMPERING, RewardFlag.CANARY_FAILED, RewardFlag.NO_REPORT, RewardFlag.TIMEOUT,
+                      RewardFlag.PATCH_REFUSED, RewardFlag.PATCH_FAILED, RewardFlag.GRADER_ERROR})
+
+
+@dataclass(frozen=True, slots=True)
+class RewardResult:
+    """One grading: binary score, hidden-test pass fraction, per-test outcomes, timings, flags."""
+
+    instance_id: str
+    score: float  # 1.0 iff every FAIL_TO_PASS and PASS_TO_PASS test passed and no zeroing flag is set
+    fraction: float  # FAIL_TO_PASS tests passed / FAIL_TO_PASS tests (0.0 whenever score is zeroed by a flag)
+    outcomes: Mapping[str, str] = field(default_factory=dict)  # node id -> outcome (canaries excluded)
+    durations: Mapping[str, float] = field(default_factory=dict)  # node id -> seconds
+    timings: Mapping[str, float] = field(default_factory=dict)  # phase -> seconds
+    flags: tuple[str, ...] = ()
+    detail: str = ""  # why the score was zeroed, one line
+    pass_to_pass_fraction: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"instance_id": self.instance_id, "reward": self.score, "fraction": self.fraction,
+                "pass_to_pass_fraction": self.pass_to_pass_fraction, "flags": list(self.flags),
+                "detail": self.detail, "outcomes": dict(self.outcomes), "durations": dict(self.durations),
+                "timings": dict(self.timings)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RewardResult:
+        return cls(str(d["instance_id"]), float(d["reward"]), float(d["fraction"]), dict(d.get("outcomes", {})),
+                   dict(d.get("durations", {})), dict(d.get("timings", {})), tuple(d.get("flags", ())),
+                   str(d.get("detail", "")), float(d.get("pass_to_pass_fraction", 0.0)))
+
+
+class EnvCache:
+    """Prepared environments by ``EnvSpec.key``, shared by the gradings of one process (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._envs: dict[str, PreparedEnv] = {}
+        self._lock = threading.Lock()
+
+    def get(self, sandbox: Sandbox, task: Task, original: Path) -> PreparedEnv:
+        key = f"{sandbox.name}:{task.env_spec.key}"
+        with self._lock:
+            if key not in self._envs:
+                self._envs[key] = sandbox.prepare(task.env_spec, original)
+            return self._envs[key]
+
+
+def _patch_paths(patch: str) -> set[str]:
+    try:
+        parsed = unidiff.PatchSet(patch)
+    except unidiff.UnidiffParseError:
+        return set()
+    return {f.path for f in parsed}
+
+
+def _result(task: Task, flags: Iterable[str], detail: str, timings: Mapping[str, float],
+            outcomes: Mapping[str, str] | None = None, durations: Mapping[str, float] | None = None,
+            fraction: float = 0.0, p2p_fraction: float = 0.0, score: float = 0.0) -> RewardResult:
+    return RewardResult(task.instance_id, score, fraction, dict(outcomes or {}), dict(durations or {}),
+                        {k: round(v, 4) for k, v in timings.items()}, tuple(dict.fromkeys(flags)), detail,
+                        p2p_fraction)
+
+
+def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, settings: Settings | None = None,
+           timeout_s: float | None = None, envs: EnvCache | None = None) -> RewardResult:
+    """Grade ``patch`` (a unified diff against the broken workspace) on ``task`` in a fresh workspace."""
+    settings = settings or Settings()
+    timeout = float(timeout_s if timeout_s is not None else settings.test_timeout_s)
+    envs = envs or EnvCache()
+    timings: dict[str, float] = {}
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="tf-grade-") as tmp:
+        original, workspace = Path(tmp, "original"), Path(tmp, "workspace")
+        original.mkdir()
+        try:
+            trees.materialize(task, original)
+            env = envs.get(sandbox, task, original)
+        except TaskforgeError as exc:
+            timings["total_s"] = time.monotonic() - start
+            return _result(task, [RewardFlag.GRADER_ERROR], f"cannot prepare grading: {exc}", timings)
+        timings["prepare_s"] = time.monotonic() - start
+        outcome = _assemble(task, patch, original, workspace)
+        timings["workspace_s"] = time.monotonic() - start - timings["prepare_s"]
+        if isinstance(outcome, RewardResult):
+            timings["total_s"] = time.monotonic() - start
+            return _result(task, outcome.flags, outcome.detail, timings)
+        args, plan, flags, detail = outcome
+        request = RunRequest(tests=tuple(args), timeout_s=timeout, canaries=True,
+                             env={"PYTEST_ADDOPTS": "", "PYTEST_PLUGINS": ""})
+        run_start = time.monotonic()
+        try:
+            report = sandbox.run(env, workspace, request).report
+        except TaskforgeError as exc:
+            timings["run_s"] = time.monotonic() - run_start
+            timings["total_s"] = time.monotonic() - start
+            return _result(task, [RewardFlag.GRADER_ERROR], f"sandbox {sandbox.name} failed: {exc}", timings)
+        timings["run_s"] = time.monotonic() - run_start
+    timings["total_s"] = time.monotonic() - start
+    return _score(task, report, plan, flags, detail, timings)
+
+
+def _assemble(task: Task, patch: str, original: Path, workspace: Path) -> RewardResult | tuple[Any, ...]:
+    """Build the grading workspace; a ``RewardResult`` (score 0) when grading must stop here."""
+    from taskforge.dataset.repos import apply_patch
+
+    shutil.copytree(original, workspace, symlinks=True)
+    try:
+        apply_patch(workspace, task.setup_patch, what=f"setup_patch of {task.instance_id}")
+    except PatchError as exc:
+        return _result(task, [RewardFlag.GRADER_ERROR], str(exc), {})
+    spec = task.env_spec
+    tests = (*task.fail_to_pass, *task.pass_to_pass)
+    test_files = {n.split("::")[0] for n in tests}
+    plugins = plugin_modules(original, spec.src_roots)
+    protected = ProtectedPaths(test_dirs=spec.test_paths, src_roots=spec.src_roots,
+                               extra=frozenset(_patch_paths(task.test_patch) | test_files | plugins),
+                               exempt=frozenset(_patch_paths(task.patch)))
+    flags: list[str] = []
+    detail = ""
+    try:
+        vetted = vet_patch(patch, protected)
+    except PatchError as exc:
+        return _result(task, [RewardFlag.PATCH_REFUSED], str(exc), {})
+    if vetted.dropped:
+        flags.append(RewardFlag.PROTECTED_DROPPED)
+    if vetted.startup_hooks:
+        flags.append(RewardFlag.TAMPERING)
+        detail = f"patch adds interpreter start-up hooks {list(vetted.startup_hooks)}"
+    try:
+        apply_vetted(workspace, vetted)
+    except PatchError as exc:
+        return _result(task, [*flags, RewardFlag.PATCH_FAILED], str(exc), {})
+    restore_protected(workspace, original, protected)
+    stray = stray_symlinks(workspace, original)
+    if stray:
+        return _result(task, [*flags, RewardFlag.TAMPERING, RewardFlag.PATCH_REFUSED],
+                       f"symlinks appeared in the workspace: {stray[:3]}", {})
+    ini = original_ini(workspace)
+    ini_name = f".tfgrade-{secrets.token_hex(4)}.ini"
+    write_clean_ini(ini, workspace / ini_name)
+    hidden = sorted(f for f in {n.split("::")[0] for n in task.fail_to_pass} if (workspace / f).is_file())
+    src_root = next((r for r in spec.src_roots if (workspace / r).is_dir()), ".")
+    plan = plant_canaries(workspace, hidden, src_root=src_root, allowed_plugin_files=plugins)
+    args = ["-c", ini_name, "--rootdir=.", "--confcutdir=.", "-p", plan.plugin_module, *pinned_options(ini),
+            *tests, *plan.nodeids]
+    return args, plan, flags, detail
+
+
+def _score(task: Task, report: TestReport, plan: Any, flags: list[str], detail: str,
+           timings: Mapping[str, float]) -> RewardResult:
+    tests = (*task.fail_to_pass, *task.pass_to_pass)
+    full = report.with_missing(tests)
+    outcomes = {r.nodeid: r.outcome.value for r in full.results if r.nodeid in set(tests)}
+    durations = {r.nodeid: r.duration for r in full.results if r.nodeid in set(tests)}
+    flags = list(flags)
+    if report.timed_out:
+        flags.append(RewardFlag.TIMEOUT)
+        detail = detail or "the test run passed its wall-clock limit"
+    elif "no_report" in report.flags:
+        flags += [RewardFlag.NO_REPORT, RewardFlag.TAMPERING]
+        detail = detail or f"the runner left no report (exit code {report.exit_code})"
+    else:
+        problems = plan.verify(report)
+        if problems:
+            flags += [RewardFlag.CANARY_FAILED, RewardFlag.TAMPERING]
+            detail = detail or problems[0]
+    if report.collection_errors:
+        flags.append(RewardFlag.COLLECTION_ERROR)
+    if any(Outcome(outcomes[n]) is Outcome.MISSING for n in tests):
+        flags.append(RewardFlag.MISSING_TESTS)
+    f2p_ok = sum(Outcome(outcomes[n]).ok for n in task.fail_to_pass)
+    p2p_ok = sum(Outcome(outcomes[n]).ok for n in task.pass_to_pass)
+    zeroed = any(f in _ZEROING for f in flags)
+    fraction = 0.0 if zeroed or not task.fail_to_pass else f2p_ok / len(task.fail_to_pass)
+    p2p_fraction = 0.0 if zeroed or not task.pass_to_pass else p2p_ok / len(task.pass_to_pass)
+    passed = not zeroed and f2p_ok == len(task.fail_to_pass) and p2p_ok == len(task.pass_to_pass)
+    if not passed and not detail:
+        failing = [n for n in tests if not Outcome(outcomes[n]).ok]
+        detail = f"{len(failing)} of {len(tests)} tests did not pass (first: {failing[0]})" if failing else ""
+    return _result(task, flags, detail, timings, outcomes, durations, fraction, p2p_fraction,
+                   1.0 if passed else 0.0)
+
+
+def reward_many(pairs: Iterable[tuple[Task, str]], *, sandbox: Sandbox, trees: OriginalTree,
+                settings: Settings | None = None, jobs: int | None = None,
+                timeout_s: float | None = None) -> list[RewardResult]:
+    """Grade many (task, patch) pairs, ``jobs`` at a time (threads; each grading is its own sandbox run).
+
+    Results come back in the order of ``pairs``. ``jobs=1`` grades synchronously.
+    """
+    settings = settings or Settings()
+    items: Sequence[tuple[Task, str]] = list(pairs)
+    workers = max(1, int(jobs if jobs is not None else settings.jobs))
+    envs = EnvCache()
+
+    def one(pair: tuple[Task, str]) -> RewardResult:
+        return reward(pair[0], pair[1], sandbox=sandbox, trees=trees, settings=settings, timeout_s=timeout_s,
+                      envs=envs)
+
+    if workers == 1:
+        return [one(p) for p in items]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tf-reward") as pool:
+        return list(pool.map(one, items))
+
+
+__all__ = ["EnvCache", "RewardFlag", "RewardResult", "reward", "reward_many"]

@@ -1,0 +1,198 @@
+"""Assemble one grading workspace: original tree -> broken -> agent patch -> grader-owned files restored.
+
+Order (the reward contract, ``DESIGN.md``):
+
+1. the original tree (from the dataset archive or any ``OriginalTree`` provider), ``setup_patch`` applied;
+2. the vetted agent patch (``taskforge.reward.patch_guard``) applied to non-test files only;
+3. every test file and test-support file restored byte-for-byte from the original, and any such file
+   the original does not have deleted (new ``conftest.py``, ``sitecustomize.py``, ``*.pth``, configs);
+   a symlink the original does not have is tampering;
+4. the pytest configuration pinned: a clean ini generated from the original's safe keys, passed with
+   ``-c``, ``--rootdir`` and ``--confcutdir``, so no file of the workspace can add options or plugins.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shlex
+import shutil
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Protocol
+
+from _pytest.config.findpaths import load_config_dict_from_file
+
+from taskforge.core.pyparse import parse
+from taskforge.core.task import Task
+from taskforge.reward.patch_guard import ProtectedPaths, symlinks_in
+
+CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")  # pytest's order
+# ini keys that could narrow, widen or short-circuit a grading run; the rest of the original config is kept
+_DROPPED_KEYS = frozenset({"addopts", "required_plugins", "testpaths", "cache_dir", "minversion",
+                           "junit_family", "junit_suite_name", "log_file", "log_cli", "console_output_style"})
+_SKIP_DIRS = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".tox", ".nox", ".venv"})
+
+
+class OriginalTree(Protocol):
+    """Provides the original repository tree of a task (the dataset's archive, or a directory)."""
+
+    def materialize(self, task: Task, dest: Path) -> None:
+        """Write the original tree of ``task`` into the empty directory ``dest``."""
+        ...
+
+
+class DatasetTrees:
+    """Original trees from a dataset directory's ``repos/`` archives (``taskforge.dataset.repos``)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def materialize(self, task: Task, dest: Path) -> None:
+        from taskforge.dataset.repos import extract_original
+
+        extract_original(self.root, task, dest)
+
+
+class DirectoryTrees:
+    """Original trees copied from directories: one for every task, or one per ``task.repo``."""
+
+    def __init__(self, source: Path | Mapping[str, Path]) -> None:
+        self.source = source
+
+    def materialize(self, task: Task, dest: Path) -> None:
+        src = Path(self.source[task.repo]) if isinstance(self.source, Mapping) else Path(self.source)
+        shutil.copytree(src, dest, symlinks=True, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(*_SKIP_DIRS, "*.pyc"))
+
+
+def walk_files(root: Path) -> dict[str, Path]:
+    """Workspace-relative path -> path of every file and symlink under ``root`` (caches skipped)."""
+    out: dict[str, Path] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS]
+        for name in dirnames + filenames:
+            full = Path(dirpath, name)
+            if name in filenames or full.is_symlink():
+                out[full.relative_to(root).as_posix()] = full
+    return out
+
+
+def plugin_modules(original: Path, src_roots: Iterable[str]) -> set[str]:
+    """Files of pytest plugin modules named by the original's conftests (``pytest_plugins``) or config."""
+    names: set[str] = set()
+    for rel, path in walk_files(original).items():
+        if Path(rel).name != "conftest.py" or path.is_symlink():
+            continue
+        try:
+            tree = parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "pytest_plugins" for t in node.targets):
+                for c in ast.walk(node.value):
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str):
+                        names.add(c.value)
+    ini = original_ini(original)
+    tokens = _addopts(ini)
+    names.update(tokens[i + 1] for i, t in enumerate(tokens[:-1]) if t == "-p")
+    files: set[str] = set()
+    for name in names:
+        parts = name.split(".")
+        for root in (*src_roots, "."):
+            base = Path(root) / Path(*parts)
+            for cand in (base.with_suffix(".py"), base / "__init__.py"):
+                if (original / cand).is_file():
+                    files.add(cand.as_posix().removeprefix("./"))
+    return files
+
+
+def original_ini(root: Path) -> dict[str, object]:
+    """The pytest ini options of the (restored, original) config at the workspace root, pytest's order."""
+    for name in CONFIG_FILES:
+        path = root / name
+        if path.is_file() and not path.is_symlink():
+            try:
+                found = load_config_dict_from_file(path)
+            except Exception:  # a malformed original config: grade with pytest's defaults
+                found = None
+            if found is not None:
+                return dict(found)
+    return {}
+
+
+def _addopts(ini: Mapping[str, object]) -> list[str]:
+    raw = ini.get("addopts", "")
+    try:
+        return list(raw) if isinstance(raw, list) else shlex.split(str(raw))
+    except ValueError:
+        return []
+
+
+def pinned_options(ini: Mapping[str, object]) -> list[str]:
+    """The original addopts tokens grading keeps (``-p X``, ``--import-mode=...``, ``-W ...``)."""
+    tokens = _addopts(ini)
+    kept: list[str] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok in ("-p", "-W", "--import-mode", "--doctest-glob") and i + 1 < len(tokens):
+            if tokens[i + 1] != "no:cacheprovider":
+                kept += [tok, tokens[i + 1]]
+            i += 2
+            continue
+        if (tok.startswith(("-p", "-W")) and not tok.startswith("--") and len(tok) > 2) \
+                or tok.startswith(("--import-mode=", "--doctest-glob=")) \
+                or tok in ("--strict-markers", "--strict-config", "--strict"):
+            kept.append(tok)
+        i += 1
+    return kept
+
+
+def write_clean_ini(ini: Mapping[str, object], dest: Path) -> None:
+    """A ``[pytest]`` ini holding the original's options minus those that change what runs."""
+    lines = ["[pytest]"]
+    for key in sorted(ini):
+        if key in _DROPPED_KEYS:
+            continue
+        value = ini[key]
+        text = "\n    ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+        lines.append(f"{key} =" + (f" {text}" if "\n" not in text and text else ("\n    " + text if text else "")))
+    lines.append("addopts =")
+    dest.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def restore_protected(workspace: Path, original: Path, protected: ProtectedPaths) -> tuple[list[str], list[str]]:
+    """Overwrite grader-owned files from the original; delete new ones. Returns (restored, removed)."""
+    orig_files = walk_files(original)
+    restored: list[str] = []
+    removed: list[str] = []
+    for rel, src in orig_files.items():
+        if protected.kind(rel) is None:
+            continue
+        dst = workspace / rel
+        if dst.is_symlink() or (dst.exists() and not dst.is_file()):
+            _remove(dst)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            continue  # symlinked tests in the original: left as the original tree has them
+        if not dst.is_file() or dst.read_bytes() != src.read_bytes():
+            shutil.copyfile(src, dst)
+            restored.append(rel)
+    for rel, path in walk_files(workspace).items():
+        if rel not in orig_files and protected.kind(rel) is not None:
+            _remove(path)
+            removed.append(rel)
+    return restored, removed
+
+
+def stray_symlinks(workspace: Path, original: Path) -> list[str]:
+    """Symlinks in the workspace that the original tree does not have."""
+    return symlinks_in(workspace, symlinks_in(original))
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)

@@ -1,0 +1,446 @@
+"""Validate one candidate feature in the sandbox; the result is a ``Task`` or a ``Rejected`` value.
+
+Cheapest checks first, so bad candidates cost little (each step can reject). Three test sets drive it:
+*covering* (tests that execute the feature's body), *affected* (reliable tests that executed a line the
+deletion changed, per the baseline's line coverage: the only tests whose path can reach changed code), and the
+PASS_TO_PASS tests of the *modified* test files (test files the hiding edited but did not remove).
+
+1. ``delete``: the strategy's libcst transform; touched files must compile (no sandbox run).
+2. ``early``: covering + affected on the broken code with the tests intact (one small run).
+   FAIL_TO_PASS = covering tests that now fail. None -> ``NO_FAIL_TO_PASS``; nothing reported ->
+   ``IMPORT_BROKEN``. Other red tests are *suspects* (they may pass once the hidden tests are gone).
+3. ``hide``: remove the FAIL_TO_PASS tests from the workspace (``generators.hidden_tests``).
+4. ``hidden_ws``: on the agent's broken workspace (tests hidden), run the suspects, the affected tests of
+   the modified test files, and one test of every modified file (it still collects) ->
+   ``SUITE_RED_AFTER_DELETION``.
+5. ``contract`` through the reward path (``taskforge.reward.reward.reward``), exactly as an agent's patch is
+   graded, in the repository's one environment (never rebuilt; each grading gets a fresh workspace):
+   repeat 1 grades the empty patch on the full FAIL_TO_PASS + PASS_TO_PASS set (score 0, every hidden
+   test red, every PASS_TO_PASS green: contract 1 and 3), then the gold patch on FAIL_TO_PASS + the
+   affected PASS_TO_PASS (score 1: contract 2 and 4). Repeats after the first grade the empty patch on
+   FAIL_TO_PASS + affected only, and re-run the affected tests of the modified files on the agent's
+   workspace; the gold patch is graded again only when the baseline has fewer runs than the repeats
+   asked for: with the gold patch every file is the original, so the baseline's N runs (every
+   FAIL_TO_PASS test is reliable: it passed in all of them) already are its repeats. Why the other tests need no second run: a test that executes no changed line, from a
+   test file that is byte-identical everywhere, runs the very code the baseline ran N times and the
+   empty-patch grading ran once more under the same grading harness; with the gold patch the code it
+   runs is the original, i.e. the baseline's. PASS_TO_PASS tests red in the empty-patch grading (e.g. a
+   restored test module importing the deleted name) must pass on the agent's workspace and are added to
+   every gold grading.
+6. ``audit``: scrub the agent's workspace and search it, its git store and the environment for the
+   deleted code (``taskforge.audit.audit``) -> ``LEAK_FOUND``.
+
+``mode="naive"`` (the benchmark's reference) runs the same checks the expensive way: every check runs
+the full suite, every grading grades every test, and every run gets a fresh copy of the environment.
+
+``validate_candidate(job)`` is a picklable stage function (process pool or Ray); it never raises.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+import time
+import traceback
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from taskforge.core.outcomes import Rejected, RejectReason
+from taskforge.core.settings import Settings
+from taskforge.core.task import Task, ValidationRun
+from taskforge.validate.jobs import MODES, CandidateJob, CandidateResult, changed_lines, hideable
+from taskforge.validate.worker import QUIET, FixedEnv, Quiet, load_profile, prepared_env, sandbox_for
+
+_COPY_IGNORE = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache")
+
+
+def validate_candidate(job: CandidateJob) -> CandidateResult:
+    """Run the checks of the module docstring; a bug of ours becomes ``INTERNAL_ERROR`` with the trace."""
+    start = time.monotonic()
+    validation = None
+    try:
+        validation = _Validation(job)
+        return validation.run()
+    except Exception as exc:  # one candidate never aborts a run
+        detail = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
+        return CandidateResult(job.candidate.candidate_id,
+                               rejected=Rejected(job.candidate.candidate_id, RejectReason.INTERNAL_ERROR,
+                                                 detail[-2000:], time.monotonic() - start),
+                               seconds=time.monotonic() - start)
+    finally:
+        if validation is not None:
+            validation.cleanup()
+
+
+class _Validation:
+    """One candidate's validation; holds the per-candidate state of the steps."""
+
+    def __init__(self, job: CandidateJob) -> None:
+        if job.mode not in MODES:
+            raise ValueError(f"unknown validation mode {job.mode!r}; expected one of {MODES}")
+        self.job = job
+        self.cand = job.candidate
+        self.naive = job.mode == "naive"
+        self.settings = Settings.load(dict(job.settings))
+        self.profile = load_profile(job.profile_dir)
+        self.sandbox = job.sandbox if job.sandbox is not None else sandbox_for(job.settings, warm=not self.naive)
+        self.env = prepared_env(job.profile_dir, self.sandbox)
+        self.start = time.monotonic()
+        self.test_seconds = 0.0
+        self.stages: dict[str, float] = {}
+        self.stage_cpu: dict[str, float] = {}
+        self._cpu_mark = time.process_time()
+        self.runs: list[ValidationRun] = []
+        self._scratch: list[str] = []
+        self.repeat_hidden: tuple[str, ...] = ()  # affected PASS_TO_PASS of the modified test files
+
+    def cleanup(self) -> None:
+        for d in self._scratch:
+            shutil.rmtree(d, ignore_errors=True)
+
+    # -- helpers --------------------------------------------------------------------------------------
+    def result(self, task: Task | None = None, rejected: Rejected | None = None) -> CandidateResult:
+        return CandidateResult(self.cand.candidate_id, task, rejected, round(self.test_seconds, 3),
+                               time.monotonic() - self.start, dict(self.stages), len(self.runs),
+                               {k: round(v, 4) for k, v in self.stage_cpu.items()})
+
+    def reject(self, reason: RejectReason, detail: str = "") -> CandidateResult:
+        return self.result(rejected=Rejected(self.cand.candidate_id, reason, detail[:2000],
+                                             time.monotonic() - self.start))
+
+    def lap(self, stage: str, since: float) -> float:
+        """Add wall time since ``since`` (and this process's CPU since the previous lap) to ``stage``."""
+        now, cpu = time.monotonic(), time.process_time()
+        self.stages[stage] = round(self.stages.get(stage, 0.0) + now - since, 4)
+        self.stage_cpu[stage] = self.stage_cpu.get(stage, 0.0) + cpu - self._cpu_mark
+        self._cpu_mark = cpu
+        return now
+
+    def env_for_run(self) -> Any:
+        """The shared environment; in naive mode a fresh copy of it for every run."""
+        if not self.naive:
+            return self.env
+        if self.env.backend != "local":
+            return self.sandbox.prepare(self.profile.spec, self.profile.repo_dir)
+        tmp = tempfile.mkdtemp(prefix="tf-naive-env-")
+        self._scratch.append(tmp)
+        dest = Path(tmp, "venv")
+        shutil.copytree(self.env.location, dest, symlinks=True)
+        return dataclasses.replace(self.env, location=str(dest))
+
+    def run_tests(self, workspace: Path, tests: tuple[str, ...], check: str, repeat: int) -> Any:
+        """Run ``tests`` (naive: the whole suite) on ``workspace``; MISSING for any that did not report."""
+        from sandboxes.protocol import RunRequest
+
+        t = time.monotonic()
+        request = RunRequest(tests=() if self.naive else (*tests, *QUIET), timeout_s=self.settings.test_timeout_s)
+        out = self.sandbox.run(self.env_for_run(), workspace, request)
+        elapsed = time.monotonic() - t
+        self.test_seconds += elapsed
+        report = out.report.with_missing(tests)
+        self.runs.append(ValidationRun(check, repeat, report.all_ok(tests) and not report.timed_out,
+                                       {n: report.outcome_of(n).value for n in tests}, round(elapsed, 3)))
+        return report
+
+    def _collected(self, workspace: Path) -> tuple[frozenset[str], tuple[str, ...]]:
+        """Node ids pytest collects from the whole suite of ``workspace``, and files that fail to collect."""
+        from sandboxes.protocol import RunRequest
+
+        t = time.monotonic()
+        out = self.sandbox.run(self.env_for_run(), workspace,
+                               RunRequest(collect_only=True, timeout_s=self.settings.test_timeout_s))
+        self.test_seconds += time.monotonic() - t
+        self.runs.append(ValidationRun("collect_hidden", 1, not out.report.collection_errors, {},
+                                       round(time.monotonic() - t, 3)))
+        return out.report.nodeids(), out.report.collection_errors
+
+    def grade(self, task: Task, patch: str, trees: Any) -> Any:
+        from taskforge.reward.reward import reward
+
+        t = time.monotonic()
+        res = reward(task, patch, sandbox=self.sandbox if self.naive else Quiet(self.sandbox), trees=trees,
+                     settings=self.settings,
+                     envs=FixedEnv(self.env_for_run()))  # type: ignore[arg-type]
+        self.test_seconds += time.monotonic() - t
+        return res
+
+    # -- the checks ------------------------------------------------------------------------------------
+    def run(self) -> CandidateResult:
+        from generators.hidden_tests import hide_tests
+        from generators.protocol import all_strategies
+        from generators.static_index import is_test_file
+
+        profile, spec = self.profile, self.profile.spec
+        repo = profile.repo_dir
+        reliable = profile.baseline.reliable
+        t = time.monotonic()
+        strategy = all_strategies()[self.cand.strategy]
+        entity = profile.index.entity(self.cand.entity)
+        deletion = strategy.delete(entity, profile.index, repo)
+        if isinstance(deletion, Rejected):
+            return self.reject(deletion.reason, deletion.detail)
+        for path, text in deletion.files_after.items():
+            if text is not None and path.endswith(".py"):
+                try:
+                    compile(text, path, "exec")
+                except SyntaxError as exc:
+                    return self.reject(RejectReason.TRANSFORM_FAILED, f"{path} does not compile: {exc}")
+        t = self.lap("delete", t)
+
+        with tempfile.TemporaryDirectory(prefix="tf-validate-") as tmp:
+            ws = Path(tmp, "ws")
+            shutil.copytree(repo, ws, ignore=_COPY_IGNORE, symlinks=True)
+            _write_files(ws, deletion.files_after)
+            t = self.lap("workspace", t)
+            covering = self.cand.covering_tests
+            affected = self._affected(deletion.files_before, deletion.files_after, reliable)
+            early = tuple(sorted(set(covering) | affected))
+            report = self.run_tests(ws, early, "early_broken", 1)
+            t = self.lap("early", t)
+            if "no_report" in report.flags or report.timed_out or not (report.results or report.collection_errors):
+                return self.reject(RejectReason.TIMEOUT if report.timed_out else RejectReason.IMPORT_BROKEN,
+                                   f"the test run on the broken workspace reported nothing: {report.output_tail[-500:]}")
+            red_covering = tuple(n for n in covering if not report.outcome_of(n).ok)
+            # doctests of README files or source modules cannot be hidden: neither FAIL_TO_PASS nor PASS_TO_PASS
+            f2p = tuple(n for n in red_covering if hideable(n, spec))
+            if not f2p:
+                why = (f"only unhideable doctests fail without the feature, e.g. {red_covering[0]}" if red_covering
+                       else f"all {len(covering)} covering tests still pass without the feature")
+                return self.reject(RejectReason.NO_FAIL_TO_PASS, why)
+            suspects = {n for n in early if n not in set(covering) and not report.outcome_of(n).ok}
+
+            # a stub keeps the names: imports of them stay; a file whose every test is hidden goes whole
+            hidden = hide_tests(ws, f2p, profile.index, deletion.deleted if deletion.strategy != "stub" else ())
+            hidden = _whole_files(hidden, f2p, profile.baseline.all_tests, repo)
+            _write_files(ws, hidden.files_after)
+            p2p = tuple(sorted(n for n in reliable - set(red_covering) if not hidden.hides(n)))
+            if hidden.unmatched:
+                # ids not defined where pytest collects them (a test class imported into, or inherited by,
+                # another test module): hidden when their definition went, which only collection can tell
+                collected, errors = self._collected(ws)
+                if errors:
+                    return self.reject(RejectReason.TRANSFORM_FAILED,
+                                       f"hiding the tests breaks collection of {list(errors)[:3]}")
+                still = [n for n in hidden.unmatched if n in collected]
+                if still:
+                    return self.reject(RejectReason.TRANSFORM_FAILED,
+                                       f"cannot hide {len(still)} tests, e.g. {still[0]}")
+                p2p = tuple(n for n in p2p if n in collected)
+            if not p2p:
+                return self.reject(RejectReason.NO_PASS_TO_PASS, "no test is left to pass")
+            affected_p2p = tuple(n for n in p2p if n in affected)
+            modified = {f for f, text in hidden.files_after.items() if text is not None}
+            in_modified = [n for n in p2p if n.split("::", 1)[0] in modified]
+            per_file = {n.split("::", 1)[0]: n for n in reversed(in_modified)}  # first test of each file
+            hidden_checks = tuple(sorted((suspects & set(p2p)) | (set(in_modified) & affected)
+                                         | set(per_file.values())))
+            self.repeat_hidden = tuple(n for n in in_modified if n in affected)
+            t = self.lap("hide", t)
+            if hidden_checks or self.naive:
+                report = self.run_tests(ws, hidden_checks if not self.naive else p2p, "p2p_broken", 1)
+                t = self.lap("hidden_ws", t)
+                red = [n for n in (p2p if self.naive else hidden_checks) if not report.outcome_of(n).ok]
+                broken_files = sorted({n.split("::", 1)[0] for n in red} & set(report.collection_errors))
+                if broken_files:
+                    return self.reject(RejectReason.IMPORT_BROKEN, f"test files no longer collect on the broken "
+                                       f"workspace: {broken_files[:3]}: {report.output_tail[-400:]}")
+                if red:
+                    return self.reject(RejectReason.SUITE_RED_AFTER_DELETION,
+                                       f"{len(red)} PASS_TO_PASS tests fail without the feature, e.g. {red[0]}")
+
+            original = {**deletion.files_before, **hidden.files_before}
+            broken = {**deletion.files_after, **hidden.files_after}
+            agent_ws = self._scrubbed_copy(ws, deletion, original, broken)
+            task = self._task(deletion, original, broken, f2p, p2p, lambda p: is_test_file(p, spec))
+            if isinstance(task, Rejected):
+                return self.reject(task.reason, task.detail)
+            t = self.lap("task", t)
+            verdict = self._contract(task, affected_p2p, ws)
+            t = time.monotonic()
+            if verdict is not None:
+                return verdict
+            audit = self._audit(agent_ws, deletion, task)
+            t = self.lap("audit", t)
+            if not audit.passed:
+                hit = audit.hits[0]
+                return self.reject(RejectReason.LEAK_FOUND, f"{hit.channel}:{hit.path}: {hit.evidence}")
+        task = dataclasses.replace(task, validation=tuple(self.runs), audit=audit,
+                                   provenance={**task.provenance, "stage_seconds": dict(self.stages),
+                                               "test_seconds": round(self.test_seconds, 3)})
+        return self.result(task=task)
+
+    def _affected(self, before: Mapping[str, str | None], after: Mapping[str, str | None],
+                  among: frozenset[str]) -> set[str]:
+        """Reliable tests that executed a line the deletion changed, in the baseline (the coverage map)."""
+        cov = self.profile.coverage
+        hit: set[str] = set()
+        for f, old in before.items():
+            for start, end in changed_lines(old, after.get(f)):
+                hit |= cov.tests_for_lines(f, start, end, among=among)
+        return hit
+
+    def _task(self, deletion: Any, original: Mapping[str, str | None], broken: Mapping[str, str | None],
+              f2p: tuple[str, ...], p2p: tuple[str, ...], is_test: Any) -> Task | Rejected:
+        import taskforge
+        from generators.difficulty import difficulty_of
+        from generators.problem_statement import write_statement
+        from taskforge.core.patches import task_patches
+
+        profile = self.profile
+        snap = profile.snapshot
+        patches = task_patches(original, broken, is_test)
+        if not patches.patch.strip() or not patches.test_patch.strip():
+            return Rejected(self.cand.candidate_id, RejectReason.TRANSFORM_FAILED,
+                            "the deletion produced an empty gold or test patch")
+        difficulty = difficulty_of(deletion, len(f2p))
+        statement = write_statement(deletion, profile.index, profile.repo_dir, repo=snap.name)
+        instance_id = make_instance_id(snap.name, snap.version, deletion.strategy, deletion.target, patches)
+        return Task(
+            instance_id=instance_id, repo=snap.name, source=snap.source, base_commit=snap.commit,
+            version=snap.version, created_at=snap.created_at, strategy=deletion.strategy,
+            entities=tuple(deletion.deleted), setup_patch=patches.setup_patch, patch=patches.patch,
+            test_patch=patches.test_patch, problem_statement=statement, fail_to_pass=tuple(f2p),
+            pass_to_pass=tuple(p2p), env_spec=profile.spec, difficulty=difficulty,
+            env_frozen=tuple(profile.env.frozen), image_name=str(profile.env.extra.get("image", "")),
+            provenance={"taskforge_version": taskforge.__version__, "generator": deletion.strategy,
+                        "candidate": self.cand.to_dict(), **dict(self.job.provenance)},
+        )
+
+    def _contract(self, task: Task, affected_p2p: tuple[str, ...], ws: Path) -> CandidateResult | None:
+        """Empty patch scores 0 (F2P red), gold scores 1 — through the reward path, repeated (docstring)."""
+        from taskforge.reward.workspace import DirectoryTrees
+
+        trees = DirectoryTrees(self.profile.repo_dir)
+        red_in_empty: set[str] = set()
+        for repeat in range(1, max(1, self.settings.validation_repeats) + 1):
+            t = time.monotonic()
+            full = repeat == 1 or self.naive
+            graded = task if full else dataclasses.replace(task, pass_to_pass=affected_p2p)
+            res = self.grade(graded, "", trees)
+            outcomes = dict(res.outcomes)
+            ok = res.score == 0.0 and res.fraction == 0.0 and not _zeroing(res)
+            red = tuple(n for n in graded.pass_to_pass if outcomes.get(n) not in ("passed", "xfailed"))
+            self.runs.append(ValidationRun("empty_patch", repeat, ok, outcomes, res.timings.get("total_s", 0.0)))
+            if ok and red:
+                red_in_empty.update(red)
+                ok = self.run_tests(ws, red, "p2p_broken", repeat).all_ok(red)
+            t = self.lap("empty_patch", t)
+            if not ok:
+                return self._contract_reject("empty_patch", repeat, res, graded)
+            if repeat > 1 and self.repeat_hidden and not self.naive:
+                report = self.run_tests(ws, self.repeat_hidden, "p2p_broken", repeat)
+                if not report.all_ok(self.repeat_hidden):
+                    return self.reject(RejectReason.UNSTABLE, f"p2p_broken repeat {repeat} disagrees")
+            if repeat > 1 and not self.naive and self.profile.baseline.runs >= self.settings.validation_repeats:
+                continue  # the gold code is the original: the baseline's N runs are its repeats (docstring)
+            gold_p2p = task.pass_to_pass if self.naive else tuple(sorted(set(affected_p2p) | red_in_empty))
+            graded = dataclasses.replace(task, pass_to_pass=gold_p2p)
+            res = self.grade(graded, task.patch, trees)
+            ok = res.score == 1.0
+            self.runs.append(ValidationRun("gold_patch", repeat, ok, dict(res.outcomes),
+                                           res.timings.get("total_s", 0.0)))
+            self.lap("gold_patch", t)
+            if not ok:
+                return self._contract_reject("gold_patch", repeat, res, graded)
+        return None
+
+    def _contract_reject(self, check: str, repeat: int, res: Any, graded: Task) -> CandidateResult:
+        outcomes = dict(res.outcomes)
+        if "timeout" in res.flags:
+            return self.reject(RejectReason.TIMEOUT, f"{check} repeat {repeat}: {res.detail}")
+        if repeat > 1:
+            return self.reject(RejectReason.UNSTABLE, f"{check} repeat {repeat} disagrees: {res.detail}")
+        if check == "gold_patch":
+            return self.reject(RejectReason.GOLD_FAILED, f"gold scored {res.score}: {res.flags} {res.detail}")
+        still = [n for n in graded.fail_to_pass if outcomes.get(n) in ("passed", "xfailed")]
+        if still:
+            return self.reject(RejectReason.F2P_DID_NOT_FAIL, f"{len(still)} hidden tests pass, e.g. {still[0]}")
+        red = [n for n in graded.pass_to_pass if outcomes.get(n) not in ("passed", "xfailed")]
+        return self.reject(RejectReason.SUITE_RED_AFTER_DELETION,
+                           f"{len(red)} PASS_TO_PASS tests fail, e.g. {red[:1]}; flags {list(res.flags)} {res.detail}")
+
+    def _scrubbed_copy(self, ws: Path, deletion: Any, original: dict[str, str | None],
+                       broken: dict[str, str | None]) -> Path:
+        """The workspace the agent gets; stub files (.pyi) the scrub edits become part of the task."""
+        from taskforge.audit.scrub import scrub_workspace
+
+        agent_ws = ws.parent / "agent"
+        shutil.copytree(ws, agent_ws, symlinks=True)
+        report = scrub_workspace(agent_ws, deletion.deleted)
+        for rel in report.edited:
+            original.setdefault(rel, (self.profile.repo_dir / rel).read_text())
+            broken[rel] = (agent_ws / rel).read_text()
+        for rel in report.removed:
+            if rel.endswith(".pyi") and (self.profile.repo_dir / rel).is_file():
+                original.setdefault(rel, (self.profile.repo_dir / rel).read_text())
+                broken[rel] = None
+        return agent_ws
+
+    def _audit(self, agent_ws: Path, deletion: Any, task: Task) -> Any:
+        from taskforge.audit.audit import audit_task_workspace
+
+        deleted_sources = {q: _entity_source(deletion, q, self.profile.index) for q in deletion.deleted}
+        env_dir = self.env.location if self.env.backend == "local" else None
+        image = self.env.location if self.env.backend == "docker" else None
+        return audit_task_workspace(agent_ws, {k: v for k, v in deleted_sources.items() if v},
+                                    env_dir=env_dir, image=image, allowed_text=(task.problem_statement,),
+                                    image_cache=Path(self.settings.work_dir) / "audit-images",
+                                    base_image=self.env.extra.get("base_image_id") if image else None)
+
+
+def _whole_files(hidden: Any, f2p: tuple[str, ...], all_tests: frozenset[str], repo: Path) -> Any:
+    """Remove, whole, every test file all of whose tests (as the baseline saw them) are FAIL_TO_PASS.
+
+    The static hiding cannot always see that (tests inherited from a mixin, a file that cannot even be
+    imported without the feature) and would leave a file that no longer collects.
+    """
+    by_file: dict[str, set[str]] = {}
+    for n in all_tests:
+        by_file.setdefault(n.split("::", 1)[0], set()).add(n)
+    whole = sorted(f for f in {n.split("::", 1)[0] for n in f2p}
+                   if by_file.get(f) and by_file[f] <= set(f2p) and (repo / f).is_file())
+    if not whole:
+        return hidden
+    before = {**hidden.files_before, **{f: (repo / f).read_text() for f in whole}}
+    after = {**hidden.files_after, **dict.fromkeys(whole)}
+    return dataclasses.replace(
+        hidden, files_before=before, files_after=after, hidden=tuple(dict.fromkeys((*hidden.hidden, *whole))),
+        removed_files=tuple(dict.fromkeys((*hidden.removed_files, *whole))),
+        unmatched=tuple(n for n in hidden.unmatched if n.split("::", 1)[0] not in whole))
+
+
+def _zeroing(res: Any) -> bool:
+    return any(f in ("tampering", "canary_failed", "no_report", "timeout", "grader_error") for f in res.flags)
+
+
+def _entity_source(deletion: Any, qualname: str, index: Any) -> str:
+    e = index.get(qualname)
+    if e is None:
+        return ""
+    text = deletion.files_before.get(e.file)
+    if not text:
+        return ""
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[e.start_line - 1:e.end_line])
+
+
+def _write_files(root: Path, files: Mapping[str, str | None]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        if text is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+
+
+def make_instance_id(name: str, version: str, strategy: str, target: str, patches: Any) -> str:
+    """Deterministic: the same deletion of the same repository always gets the same id."""
+    import hashlib
+
+    h = hashlib.sha256((patches.setup_patch + "\0" + patches.patch).encode()).hexdigest()[:8]
+    return f"{name}-{version}__{strategy}__{target}-{h}"
+
+__all__ = ["MODES", "CandidateJob", "CandidateResult", "changed_lines", "make_instance_id", "validate_candidate"]
