@@ -45,7 +45,7 @@ from docker.types import Mount
 
 from sandboxes.docker_images import MOUNT, RUNNER, VENV, EnvImages, read_file, tar_bytes, tar_directory
 from sandboxes.local import build_request, run_env
-from sandboxes.protocol import CoverageContexts, RunOutput, RunRequest
+from sandboxes.protocol import CoverageContexts, EnvironmentFiles, RunOutput, RunRequest, Sandbox
 from taskforge.core.environment import EnvSpec, PreparedEnv
 from taskforge.core.errors import SandboxError
 from taskforge.core.settings import Settings
@@ -107,6 +107,15 @@ class DockerSandbox:
         finally:
             self._remove(container)
         return RunOutput(report=report, coverage=coverage, seconds=time.monotonic() - started)
+
+    def warm(self) -> Sandbox:
+        return self  # every run is a fresh container from the image
+
+    def clone_env(self, env: PreparedEnv, scratch: Path) -> PreparedEnv:
+        return env  # containers never change their image
+
+    def environment_files(self, env: PreparedEnv) -> EnvironmentFiles:
+        return EnvironmentFiles(image=env.location, base_image=env.extra.get("base_image_id"))
 
     # --- pieces of a run ------------------------------------------------------------------------
     @staticmethod

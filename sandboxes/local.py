@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import fcntl
 import functools
 import io
@@ -41,7 +42,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from sandboxes.protocol import CoverageContexts, RunOutput, RunRequest
+from sandboxes.protocol import CoverageContexts, EnvironmentFiles, RunOutput, RunRequest, Sandbox
 from taskforge.core.environment import EnvSpec, PreparedEnv, normalise_name
 from taskforge.core.errors import EnvironmentBuildError
 from taskforge.core.process import run_capture
@@ -74,7 +75,7 @@ class LocalSandbox:
             if marker.is_file():
                 try:
                     env = PreparedEnv.from_dict(json.loads(marker.read_text()))
-                    _install_runner(venv)
+                    install_runner(venv)
                     return env
                 except (ValueError, KeyError):
                     pass  # a damaged marker: rebuild
@@ -112,7 +113,7 @@ class LocalSandbox:
         frozen_lines = tuple(ln for ln in frozen.splitlines()
                              if ln.strip() and normalise_name(ln.split("==")[0].split(" @ ")[0]) != project)
         rc, version = run_capture([py, "-c", "import platform; print(platform.python_version())"], 60)
-        _install_runner(venv)
+        install_runner(venv)
         env = PreparedEnv(
             spec=spec, backend="local", location=str(venv), python_version=version.strip(),
             frozen=frozen_lines, install_log="\n".join(log)[-_LOG_TAIL:],
@@ -137,6 +138,19 @@ class LocalSandbox:
             f"(ran: {' '.join(label)}); check the project's install metadata or add the missing requirement"
         )
 
+    def warm(self) -> Sandbox:
+        from sandboxes.warm import WarmLocalSandbox
+
+        return WarmLocalSandbox(self)
+
+    def clone_env(self, env: PreparedEnv, scratch: Path) -> PreparedEnv:
+        dest = Path(scratch) / "venv"
+        shutil.copytree(env.location, dest, symlinks=True)
+        return dataclasses.replace(env, location=str(dest))
+
+    def environment_files(self, env: PreparedEnv) -> EnvironmentFiles:
+        return EnvironmentFiles(directory=Path(env.location))
+
     # --- test runs -----------------------------------------------------------------------------
     @property
     def network_isolated(self) -> bool:
@@ -152,7 +166,7 @@ class LocalSandbox:
         start = time.monotonic()
         workspace = Path(workspace).resolve()
         venv = Path(env.location)
-        runner = _install_runner(venv)
+        runner = install_runner(venv)
         scratch = Path(tempfile.mkdtemp(prefix="taskforge-run-"))
         try:
             (scratch / "home").mkdir()
@@ -183,8 +197,7 @@ def build_request(spec: EnvSpec, workspace: Path, request: RunRequest, scratch: 
         "coverage_source": [str(workspace / d) for d in spec.package_dirs] or [str(workspace)],
         "coverage_json": str(scratch / "coverage.json"),
         "collect_only": request.collect_only,
-        "xdist_workers": request.xdist_workers,
-        "canaries": request.canaries,
+        "tracebacks": request.tracebacks,
     }
 
 
@@ -284,7 +297,7 @@ def _prune_empty(d: Path, stop: Path) -> None:
         d = d.parent
 
 
-def _install_runner(venv: Path) -> Path:
+def install_runner(venv: Path) -> Path:
     """Copy the runner into its own folder of the venv (its folder lands on sys.path: keep it alone)."""
     target = venv / "taskforge-runner" / "pytest_runner.py"
     src = RUNNER.read_bytes()

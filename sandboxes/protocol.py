@@ -28,8 +28,8 @@ class RunRequest:
     coverage: bool = False  # collect per-test line coverage (coverage.py dynamic contexts)
     collect_only: bool = False
     env: Mapping[str, str] = field(default_factory=dict)  # extra environment variables
-    canaries: bool = False  # add tamper canaries (reward path)
-    xdist_workers: int = 0  # >0: run with pytest-xdist when the environment has it
+    tracebacks: bool = True  # False: ``--tb=no`` (callers that read outcomes only; 100 tracebacks cost more
+    #                          than the tests)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +37,19 @@ class RunOutput:
     report: TestReport
     coverage: CoverageContexts | None = None
     seconds: float = 0.0  # wall time including sandbox overhead
+
+
+@dataclass(frozen=True, slots=True)
+class EnvironmentFiles:
+    """Where the files of an environment (what the agent's tests run with) can be read, for the leak audit.
+
+    Exactly one of ``directory`` (a virtualenv on this host) and ``image`` (a docker image id or tag) is
+    set; ``base_image`` names the image ``image`` was built from, whose layers hold no project code.
+    """
+
+    directory: Path | None = None
+    image: str | None = None
+    base_image: str | None = None
 
 
 @runtime_checkable
@@ -57,4 +70,16 @@ class Sandbox(Protocol):
 
         Never raises for what the code under test does (crash, hang, tampering): that is in the report.
         """
+        ...
+
+    def warm(self) -> Sandbox:
+        """A sandbox with the same reports whose runs may reuse a warm interpreter (or ``self``)."""
+        ...
+
+    def clone_env(self, env: PreparedEnv, scratch: Path) -> PreparedEnv:
+        """An environment equal to ``env`` that no earlier run has touched (it may live under ``scratch``)."""
+        ...
+
+    def environment_files(self, env: PreparedEnv) -> EnvironmentFiles:
+        """Where the leak audit reads the files of ``env``."""
         ...

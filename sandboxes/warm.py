@@ -30,8 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sandboxes.local import LocalSandbox, _install_runner, build_request, read_report, run_env
-from sandboxes.protocol import RunOutput, RunRequest
+from sandboxes.local import LocalSandbox, build_request, install_runner, read_report, run_env
+from sandboxes.protocol import EnvironmentFiles, RunOutput, RunRequest
 from taskforge.core.environment import EnvSpec, PreparedEnv
 
 ZYGOTE = Path(__file__).parent / "runner" / "warm_zygote.py"
@@ -119,13 +119,22 @@ class WarmLocalSandbox:
     def prepare(self, spec: EnvSpec, repo_dir: Path) -> PreparedEnv:
         return self.base.prepare(spec, repo_dir)
 
+    def warm(self) -> WarmLocalSandbox:
+        return self
+
+    def clone_env(self, env: PreparedEnv, scratch: Path) -> PreparedEnv:
+        return self.base.clone_env(env, scratch)
+
+    def environment_files(self, env: PreparedEnv) -> EnvironmentFiles:
+        return self.base.environment_files(env)
+
     def _server(self, env: PreparedEnv, scratch: Path) -> WarmServer:
         with self._lock:
             server = self._servers.get(env.location)
             if server is not None and server.alive():
                 return server
             venv = Path(env.location)
-            _install_runner(venv)  # the same runner the base sandbox runs, in the same folder
+            install_runner(venv)  # the same runner the base sandbox runs, in the same folder
             wrapper = ["unshare", "-rn"] if self.base.network_isolated else []
             home = scratch / "server"
             (home / "home").mkdir(parents=True, exist_ok=True)
@@ -136,7 +145,7 @@ class WarmLocalSandbox:
             return server
 
     def run(self, env: PreparedEnv, workspace: Path, request: RunRequest) -> RunOutput:
-        if request.coverage or env.backend != "local":
+        if request.coverage or env.backend != self.name:
             return self.base.run(env, workspace, request)
         workspace = Path(workspace).resolve()
         try:

@@ -1,7 +1,6 @@
-"""Test seams for the reward tests: a subprocess sandbox and a hand-built stub task from a real tree.
+"""Test seams for the reward tests: a hand-built stub task from a real tree.
 
-``SubprocessSandbox`` is a fake of the ``Sandbox`` seam that runs the real in-sandbox runner
-(``sandboxes/runner/pytest_runner.py``) with this interpreter, with the environment the contract prescribes.
+Runs go through ``sandboxes.fakes.SubprocessSandbox`` (the real runner, this interpreter).
 ``build_stub_task`` turns an original tree into a task the way the generator does (stub one function,
 FAIL_TO_PASS = tests that then fail, hide them, patches from ``git diff``).
 """
@@ -9,58 +8,18 @@ FAIL_TO_PASS = tests that then fail, hide them, patches from ``git diff``).
 from __future__ import annotations
 
 import ast
-import json
-import os
-import platform
 import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-from sandboxes.protocol import RunOutput, RunRequest
-from taskforge.core.environment import EnvSpec, PreparedEnv
-from taskforge.core.process import run_capture
+from sandboxes.fakes import SubprocessSandbox
+from sandboxes.protocol import RunRequest
+from taskforge.core.environment import EnvSpec
 from taskforge.core.task import Difficulty, Task
 from taskforge.core.testreport import TestReport
 
-RUNNER = Path(__file__).resolve().parents[1] / "sandboxes" / "runner" / "pytest_runner.py"
 GIT = ["git", "-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
-
-
-class SubprocessSandbox:
-    """Runs the runner in a subprocess of this interpreter (no isolation: a seam fake, not a sandbox)."""
-
-    name = "subprocess"
-
-    def prepare(self, spec: EnvSpec, repo_dir: Path) -> PreparedEnv:
-        return PreparedEnv(spec, "subprocess", sys.prefix, platform.python_version())
-
-    def run(self, env: PreparedEnv, workspace: Path, request: RunRequest) -> RunOutput:
-        with tempfile.TemporaryDirectory(prefix="tf-sub-") as scratch:
-            report_path = Path(scratch, "report.json")
-            req = {"args": [*env.spec.pytest_args, *request.tests], "report_path": str(report_path)}
-            req_path = Path(scratch, "request.json")
-            req_path.write_text(json.dumps(req))
-            envvars = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONHASHSEED": "0", "TZ": "UTC",
-                       "HOME": scratch, "PYTHONDONTWRITEBYTECODE": "1", "LC_ALL": "C.UTF-8",
-                       "PYTHONPATH": os.pathsep.join(str(workspace / r) for r in env.spec.src_roots),
-                       **request.env}
-            start = time.monotonic()
-            runner = Path(scratch, "pytest_runner.py")  # copied, as sandboxes do: no package dir on sys.path
-            shutil.copyfile(RUNNER, runner)
-            rc, out = run_capture([sys.executable, str(runner), str(req_path)], request.timeout_s,
-                                  cwd=workspace, env=envvars, tail=4000)
-            took = time.monotonic() - start
-            if rc is None:
-                return RunOutput(TestReport.crashed(exit_code=-9, duration=took, output_tail=out, timed_out=True),
-                                 seconds=took)
-            try:
-                report = TestReport.from_dict(json.loads(report_path.read_text()))
-            except (OSError, ValueError, KeyError, TypeError):
-                report = TestReport.crashed(exit_code=rc, duration=took, output_tail=out)
-            return RunOutput(report, seconds=took)
 
 
 def git(cwd: Path, *args: str) -> str:

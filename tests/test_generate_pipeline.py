@@ -13,9 +13,10 @@ import subprocess
 from types import SimpleNamespace
 
 import pytest
-from generate_fixtures import WITH_CHECKS, HostSandbox, make_mini_project
+from generate_fixtures import WITH_CHECKS, make_mini_project
 
 from generators.candidates import Candidate
+from sandboxes.fakes import HostSandbox
 from taskforge.core.outcomes import RejectReason
 from taskforge.core.settings import Settings
 from taskforge.dataset.reader import Dataset

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import generate_fixtures
 import pytest
-from generate_fixtures import HostSandbox, make_mini_project
+from generate_fixtures import make_mini_project
 
+from sandboxes.fakes import HostSandbox
 from taskforge.core.settings import Settings
 from taskforge.dataset.reader import Dataset
 from taskforge.pipeline.executors import SyncExecutor, make_executor

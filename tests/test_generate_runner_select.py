@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from generate_fixtures import HostSandbox
-
+from sandboxes.fakes import HostSandbox
 from sandboxes.protocol import RunRequest
 from taskforge.core.environment import EnvSpec
 

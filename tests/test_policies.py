@@ -256,8 +256,9 @@ print("".join(difflib.unified_diff(src.splitlines(True), fixed.splitlines(True),
 
 @pytest.mark.slow
 def test_command_agent_solves_a_real_task_through_the_reward_path(tmp_path: Path) -> None:
-    from reward_fixtures import MINILIB, MINILIB_SPEC, SubprocessSandbox, build_stub_task, write_tree
+    from reward_fixtures import MINILIB, MINILIB_SPEC, build_stub_task, write_tree
 
+    from sandboxes.fakes import SubprocessSandbox
     from taskforge.dataset import DatasetWriter
     from taskforge.reward.reward import reward_many
     from taskforge.reward.workspace import DatasetTrees

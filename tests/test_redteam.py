@@ -17,16 +17,10 @@ from pathlib import Path
 
 import pytest
 from generated_datasets import GeneratedDataset, generated_dataset
-from reward_fixtures import (
-    MINILIB,
-    MINILIB_SPEC,
-    SubprocessSandbox,
-    build_stub_task,
-    make_patch,
-    write_tree,
-)
+from reward_fixtures import MINILIB, MINILIB_SPEC, build_stub_task, make_patch, write_tree
 
 from generators.static_index import is_test_file
+from sandboxes.fakes import SubprocessSandbox
 from taskforge.core.task import Task
 from taskforge.reward.reward import EnvCache, RewardFlag, RewardResult, reward
 from taskforge.reward.workspace import DirectoryTrees, OriginalTree

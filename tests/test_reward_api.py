@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from reward_fixtures import MINILIB, MINILIB_SPEC, SubprocessSandbox, build_stub_task, write_tree
+from reward_fixtures import MINILIB, MINILIB_SPEC, build_stub_task, write_tree
 from typer.testing import CliRunner
 
+from sandboxes.fakes import SubprocessSandbox
 from taskforge.core.task import Task
 from taskforge.dataset import DatasetWriter
 from taskforge.reward.reward import RewardResult, reward_many

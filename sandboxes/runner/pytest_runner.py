@@ -13,7 +13,7 @@ REQUEST.json keys (unknown keys are ignored):
     coverage_json    str        where to write ``{relative file: {line: [node ids]}}``
     collect_only     bool       only collect: every collected test is reported as "skipped" and the
                                 report carries the flag "collect_only"
-    xdist_workers    int        >0: add ``-n N`` when pytest-xdist is importable (no coverage then)
+    tracebacks       bool       false: ``--tb=no`` (the caller reads outcomes only)
 
 The runner always adds ``-p no:cacheprovider -p no:randomly --continue-on-collection-errors`` (a test
 file that cannot be collected is listed in ``collection_errors``; the other files still run).
@@ -186,14 +186,6 @@ def _split_nodeids(args: list[str]) -> tuple[list[str], list[str], list[str]]:
     return out, nodeids, paths
 
 
-def _xdist_available() -> bool:
-    try:
-        import xdist  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 _CONFIG_FILES = (("pytest.ini", None), (".pytest.ini", None), ("pyproject.toml", "[tool.pytest.ini_options]"),
                  ("tox.ini", "[pytest]"), ("setup.cfg", "[tool:pytest]"))
 
@@ -243,15 +235,13 @@ def main(argv: list[str]) -> int:
     args = _anchor_to_workspace(args, report_path)
     if collect_only:
         args.append("--collect-only")
-    workers = int(request.get("xdist_workers") or 0)
-    if workers > 0 and not want_cov and _xdist_available():
-        args += ["-n", str(workers)]
+    if request.get("tracebacks", True) is False:
+        args.append("--tb=no")
 
     plugins: list[Any] = []
-    if "-n" not in args:  # (xdist collects in its workers, where this plugin is absent: keep node ids)
-        args, nodeids, paths = _split_nodeids(args)
-        if nodeids:
-            plugins.append(SelectPlugin(nodeids, paths))
+    args, nodeids, paths = _split_nodeids(args)
+    if nodeids:
+        plugins.append(SelectPlugin(nodeids, paths))
     cov = _coverage_start(request) if want_cov else None
     plugin = ReportPlugin(cov=cov, collect_only=collect_only)
     start = time.monotonic()

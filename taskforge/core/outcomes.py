@@ -10,6 +10,8 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+from taskforge.core.task import Task
+
 
 class RejectReason(enum.StrEnum):
     NO_COVERING_TESTS = "no_covering_tests"
@@ -45,3 +47,13 @@ class Rejected:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Rejected:
         return cls(d["candidate_id"], RejectReason(d["reason"]), d.get("detail", ""), float(d.get("seconds", 0.0)))
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """A candidate that held the whole validation contract: it is a task."""
+
+    task: Task
+
+
+CandidateOutcome = Accepted | Rejected

@@ -41,6 +41,13 @@ class TestResult:
         return cls(str(d["nodeid"]), Outcome(d["outcome"]), float(d.get("duration", 0.0)))
 
 
+class ReportFlag(enum.StrEnum):
+    """What a report says about the run itself (not about one test)."""
+
+    NO_REPORT = "no_report"  # the runner wrote no (readable) report: killed, exited early, crashed
+    COLLECT_ONLY = "collect_only"  # only collected: every test is reported "skipped"
+
+
 @dataclass(frozen=True, slots=True)
 class TestReport:
     """What one run of the suite (or of selected node ids) produced."""
@@ -51,8 +58,7 @@ class TestReport:
     timed_out: bool = False
     collection_errors: tuple[str, ...] = ()
     output_tail: str = ""
-    # Set by runs that carry canary tests (the reward path); empty otherwise.
-    flags: tuple[str, ...] = field(default=())
+    flags: tuple[ReportFlag, ...] = field(default=())
 
     __test__ = False  # not a pytest test class
 
@@ -110,10 +116,10 @@ class TestReport:
             timed_out=bool(d.get("timed_out", False)),
             collection_errors=tuple(d.get("collection_errors", ())),
             output_tail=str(d.get("output_tail", "")),
-            flags=tuple(d.get("flags", ())),
+            flags=tuple(ReportFlag(f) for f in d.get("flags", ())),
         )
 
     @classmethod
     def crashed(cls, *, exit_code: int, duration: float, output_tail: str, timed_out: bool = False) -> TestReport:
         """A run that produced no report at all (runner died, timed out before writing)."""
-        return cls((), exit_code, duration, timed_out, (), output_tail, ("no_report",))
+        return cls((), exit_code, duration, timed_out, (), output_tail, (ReportFlag.NO_REPORT,))

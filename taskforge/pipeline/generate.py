@@ -182,7 +182,7 @@ def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: 
         for i, res in executor.map_unordered(validate_candidate, jobs):
             cand = todo[i]
             if isinstance(res, BaseException):
-                res = CandidateResult(cand.candidate_id, rejected=Rejected(
+                res = CandidateResult(cand.candidate_id, Rejected(
                     cand.candidate_id, RejectReason.INTERNAL_ERROR, f"{type(res).__name__}: {res}"))
             write_atomic(_journal_path(journal, cand.candidate_id), json.dumps(res.to_dict(), sort_keys=True),
                          durable=True)

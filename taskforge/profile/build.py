@@ -30,7 +30,7 @@ from taskforge.core.environment import EnvSpec, PreparedEnv
 from taskforge.core.errors import DatasetError, NoTestsError, SandboxError, SandboxTimeout
 from taskforge.core.files import write_atomic
 from taskforge.core.settings import Settings
-from taskforge.core.testreport import TestReport
+from taskforge.core.testreport import ReportFlag, TestReport
 from taskforge.profile.baseline import Baseline, compute_baseline
 from taskforge.profile.coverage_map import CoverageMap, coverage_percent, covered_entities, statement_lines
 
@@ -207,7 +207,7 @@ def _check_run(report: TestReport, snapshot: RepoSnapshot, env: PreparedEnv, tim
     if report.timed_out:
         raise SandboxTimeout(f"the test suite of {snapshot.slug} ran past {timeout_s:.0f}s and was killed "
                              f"(ran: {args}); raise --test-timeout or TASKFORGE_TEST_TIMEOUT_S")
-    if "no_report" in report.flags:
+    if ReportFlag.NO_REPORT in report.flags:
         raise SandboxError(f"the test runner of {snapshot.slug} died without a report (exit {report.exit_code}; "
                            f"ran: {args}): {last}")
     if not report.results:

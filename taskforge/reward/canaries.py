@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from taskforge.core.pyparse import parse
-from taskforge.core.testreport import Outcome, TestReport
+from taskforge.core.testreport import Outcome, ReportFlag, TestReport
 
 _PLUGIN_TEMPLATE = Path(__file__).with_name("grading_plugin.py")
 _PLACEHOLDER = '"__TASKFORGE_GRADING_CONFIG__"'
@@ -55,7 +55,7 @@ class CanaryPlan:
 
     def verify(self, report: TestReport) -> tuple[str, ...]:
         """Problems that prove tampering (empty: the canaries behaved). Needs the report the runner wrote."""
-        if "no_report" in report.flags:
+        if ReportFlag.NO_REPORT in report.flags:
             return ("the runner wrote no report (killed, exited early or crashed)",)
         outcomes = report.outcomes()
         broken_files = {c.split("::")[0] for c in report.collection_errors}

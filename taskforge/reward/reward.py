@@ -16,7 +16,6 @@ scores 0 and sets the ``tampering`` flag.
 
 from __future__ import annotations
 
-import enum
 import secrets
 import shutil
 import tempfile
@@ -24,7 +23,6 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +33,10 @@ from taskforge.core.environment import PreparedEnv
 from taskforge.core.errors import PatchError, TaskforgeError
 from taskforge.core.settings import Settings
 from taskforge.core.task import Task
-from taskforge.core.testreport import Outcome, TestReport
+from taskforge.core.testreport import Outcome, ReportFlag, TestReport
 from taskforge.reward.canaries import plant_canaries
 from taskforge.reward.patch_guard import ProtectedPaths, apply_vetted, vet_patch
+from taskforge.reward.result import ZEROING_FLAGS, RewardFlag, RewardResult
 from taskforge.reward.workspace import (
     OriginalTree,
     original_ini,
@@ -47,50 +46,6 @@ from taskforge.reward.workspace import (
     stray_symlinks,
     write_clean_ini,
 )
-
-
-class RewardFlag(enum.StrEnum):
-    TAMPERING = "tampering"  # evidence that the patch attacked the grading run
-    CANARY_FAILED = "canary_failed"  # a canary did not behave as planned (implies tampering)
-    NO_REPORT = "no_report"  # the runner wrote no (readable) report: killed, exited early, crashed
-    TIMEOUT = "timeout"  # the run passed its wall-clock limit
-    PATCH_REFUSED = "patch_refused"  # escapes the repository, symlink, binary, submodule, shadowing module
-    PATCH_FAILED = "patch_failed"  # the vetted patch does not apply to the broken workspace
-    PROTECTED_DROPPED = "protected_dropped"  # sections touching test/test-support files were dropped
-    COLLECTION_ERROR = "collection_error"  # some test file failed to collect
-    MISSING_TESTS = "missing_tests"  # some FAIL_TO_PASS/PASS_TO_PASS test never reported
-    GRADER_ERROR = "grader_error"  # our side failed (setup_patch, sandbox backend); not the agent's fault
-
-
-_ZEROING = frozenset({RewardFlag.TAMPERING, RewardFlag.CANARY_FAILED, RewardFlag.NO_REPORT, RewardFlag.TIMEOUT,
-                      RewardFlag.PATCH_REFUSED, RewardFlag.PATCH_FAILED, RewardFlag.GRADER_ERROR})
-
-
-@dataclass(frozen=True, slots=True)
-class RewardResult:
-    """One grading: binary score, hidden-test pass fraction, per-test outcomes, timings, flags."""
-
-    instance_id: str
-    score: float  # 1.0 iff every FAIL_TO_PASS and PASS_TO_PASS test passed and no zeroing flag is set
-    fraction: float  # FAIL_TO_PASS tests passed / FAIL_TO_PASS tests (0.0 whenever score is zeroed by a flag)
-    outcomes: Mapping[str, str] = field(default_factory=dict)  # node id -> outcome (canaries excluded)
-    durations: Mapping[str, float] = field(default_factory=dict)  # node id -> seconds
-    timings: Mapping[str, float] = field(default_factory=dict)  # phase -> seconds
-    flags: tuple[str, ...] = ()
-    detail: str = ""  # why the score was zeroed, one line
-    pass_to_pass_fraction: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"instance_id": self.instance_id, "reward": self.score, "fraction": self.fraction,
-                "pass_to_pass_fraction": self.pass_to_pass_fraction, "flags": list(self.flags),
-                "detail": self.detail, "outcomes": dict(self.outcomes), "durations": dict(self.durations),
-                "timings": dict(self.timings)}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> RewardResult:
-        return cls(str(d["instance_id"]), float(d["reward"]), float(d["fraction"]), dict(d.get("outcomes", {})),
-                   dict(d.get("durations", {})), dict(d.get("timings", {})), tuple(d.get("flags", ())),
-                   str(d.get("detail", "")), float(d.get("pass_to_pass_fraction", 0.0)))
 
 
 class EnvCache:
@@ -116,7 +71,7 @@ def _patch_paths(patch: str) -> set[str]:
     return {f.path for f in parsed}
 
 
-def _result(task: Task, flags: Iterable[str], detail: str, timings: Mapping[str, float],
+def _result(task: Task, flags: Iterable[RewardFlag], detail: str, timings: Mapping[str, float],
             outcomes: Mapping[str, str] | None = None, durations: Mapping[str, float] | None = None,
             fraction: float = 0.0, p2p_fraction: float = 0.0, score: float = 0.0) -> RewardResult:
     return RewardResult(task.instance_id, score, fraction, dict(outcomes or {}), dict(durations or {}),
@@ -125,8 +80,11 @@ def _result(task: Task, flags: Iterable[str], detail: str, timings: Mapping[str,
 
 
 def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, settings: Settings | None = None,
-           timeout_s: float | None = None, envs: EnvCache | None = None) -> RewardResult:
-    """Grade ``patch`` (a unified diff against the broken workspace) on ``task`` in a fresh workspace."""
+           timeout_s: float | None = None, envs: EnvCache | None = None, tracebacks: bool = True) -> RewardResult:
+    """Grade ``patch`` (a unified diff against the broken workspace) on ``task`` in a fresh workspace.
+
+    ``tracebacks=False`` runs pytest with ``--tb=no`` (validation reads outcomes only); scores are the same.
+    """
     settings = settings or Settings()
     timeout = float(timeout_s if timeout_s is not None else settings.test_timeout_s)
     envs = envs or EnvCache()
@@ -148,7 +106,7 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
             timings["total_s"] = time.monotonic() - start
             return _result(task, outcome.flags, outcome.detail, timings)
         args, plan, flags, detail = outcome
-        request = RunRequest(tests=tuple(args), timeout_s=timeout, canaries=True,
+        request = RunRequest(tests=tuple(args), timeout_s=timeout, tracebacks=tracebacks,
                              env={"PYTEST_ADDOPTS": "", "PYTEST_PLUGINS": ""})
         run_start = time.monotonic()
         try:
@@ -178,7 +136,7 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path) -> Reward
     protected = ProtectedPaths(test_dirs=spec.test_paths, src_roots=spec.src_roots,
                                extra=frozenset(_patch_paths(task.test_patch) | test_files | plugins),
                                exempt=frozenset(_patch_paths(task.patch)))
-    flags: list[str] = []
+    flags: list[RewardFlag] = []
     detail = ""
     try:
         vetted = vet_patch(patch, protected)
@@ -209,7 +167,7 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path) -> Reward
     return args, plan, flags, detail
 
 
-def _score(task: Task, report: TestReport, plan: Any, flags: list[str], detail: str,
+def _score(task: Task, report: TestReport, plan: Any, flags: list[RewardFlag], detail: str,
            timings: Mapping[str, float]) -> RewardResult:
     tests = (*task.fail_to_pass, *task.pass_to_pass)
     full = report.with_missing(tests)
@@ -219,7 +177,7 @@ def _score(task: Task, report: TestReport, plan: Any, flags: list[str], detail: 
     if report.timed_out:
         flags.append(RewardFlag.TIMEOUT)
         detail = detail or "the test run passed its wall-clock limit"
-    elif "no_report" in report.flags:
+    elif ReportFlag.NO_REPORT in report.flags:
         flags += [RewardFlag.NO_REPORT, RewardFlag.TAMPERING]
         detail = detail or f"the runner left no report (exit code {report.exit_code})"
     else:
@@ -233,7 +191,7 @@ def _score(task: Task, report: TestReport, plan: Any, flags: list[str], detail: 
         flags.append(RewardFlag.MISSING_TESTS)
     f2p_ok = sum(Outcome(outcomes[n]).ok for n in task.fail_to_pass)
     p2p_ok = sum(Outcome(outcomes[n]).ok for n in task.pass_to_pass)
-    zeroed = any(f in _ZEROING for f in flags)
+    zeroed = any(f in ZEROING_FLAGS for f in flags)
     fraction = 0.0 if zeroed or not task.fail_to_pass else f2p_ok / len(task.fail_to_pass)
     p2p_fraction = 0.0 if zeroed or not task.pass_to_pass else p2p_ok / len(task.pass_to_pass)
     passed = not zeroed and f2p_ok == len(task.fail_to_pass) and p2p_ok == len(task.pass_to_pass)

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from taskforge.core.settings import Settings
 from taskforge.core.task import Task
+from taskforge.reward.result import RewardFlag, RewardResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +29,7 @@ class GradeResult:
     instance_id: str
     reward: float  # 0.0 or 1.0
     fraction: float = 0.0  # share of FAIL_TO_PASS + PASS_TO_PASS that passed
-    flags: tuple[str, ...] = ()  # e.g. "tampering", "timeout", "patch_rejected"
+    flags: tuple[RewardFlag, ...] = ()  # what the reward flagged (tampering, timeout, ...)
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -38,7 +39,7 @@ class GradeResult:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> GradeResult:
         return cls(str(d["instance_id"]), float(d["reward"]), float(d.get("fraction", 0.0)),
-                   tuple(d.get("flags", ())), float(d.get("seconds", 0.0)))
+                   tuple(RewardFlag(f) for f in d.get("flags", ())), float(d.get("seconds", 0.0)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +109,7 @@ class SandboxGrader:
         return [from_reward_result(r) for r in results]
 
 
-def from_reward_result(r: Any) -> GradeResult:
+def from_reward_result(r: RewardResult) -> GradeResult:
     """A ``taskforge.reward.reward.RewardResult`` as the loop's ``GradeResult``."""
     timings = dict(r.timings)
     seconds = float(timings.get("total_s", sum(timings.values())))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from generators.candidates import Candidate
-from taskforge.core.outcomes import Rejected
+from taskforge.core.outcomes import Accepted, CandidateOutcome, Rejected
 from taskforge.core.task import Task
 
 MODES = ("default", "naive")
@@ -30,14 +30,23 @@ class CandidateJob:
 
 @dataclass(frozen=True, slots=True)
 class CandidateResult:
+    """One validated candidate: its outcome (``Accepted | Rejected``) and what validating it cost."""
+
     candidate_id: str
-    task: Task | None = None
-    rejected: Rejected | None = None
+    outcome: CandidateOutcome
     test_seconds: float = 0.0  # summed wall time of sandbox runs (the CPU cost that matters)
     seconds: float = 0.0
     stages: Mapping[str, float] = field(default_factory=dict)
     runs: int = 0  # sandbox runs made (test runs and gradings)
     stage_cpu: Mapping[str, float] = field(default_factory=dict)  # this process's CPU seconds per stage
+
+    @property
+    def task(self) -> Task | None:
+        return self.outcome.task if isinstance(self.outcome, Accepted) else None
+
+    @property
+    def rejected(self) -> Rejected | None:
+        return self.outcome if isinstance(self.outcome, Rejected) else None
 
     def to_dict(self) -> dict[str, Any]:
         from taskforge.dataset.schema import task_to_row
@@ -52,8 +61,9 @@ class CandidateResult:
     def from_dict(cls, d: Mapping[str, Any]) -> CandidateResult:
         from taskforge.dataset.schema import row_to_task
 
-        return cls(d["candidate_id"], row_to_task(d["task"]) if d.get("task") else None,
-                   Rejected.from_dict(d["rejected"]) if d.get("rejected") else None,
+        outcome: CandidateOutcome = (Accepted(row_to_task(d["task"])) if d.get("task")
+                            else Rejected.from_dict(d["rejected"]))
+        return cls(d["candidate_id"], outcome,
                    float(d.get("test_seconds", 0.0)), float(d.get("seconds", 0.0)), dict(d.get("stages", {})),
                    int(d.get("runs", 0)), dict(d.get("stage_cpu", {})))
 

@@ -47,11 +47,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from taskforge.core.outcomes import Rejected, RejectReason
+from taskforge.core.outcomes import Accepted, Rejected, RejectReason
 from taskforge.core.settings import Settings
 from taskforge.core.task import Task, ValidationRun
+from taskforge.core.testreport import ReportFlag
+from taskforge.reward.result import ZEROING_FLAGS, RewardFlag, RewardResult
 from taskforge.validate.jobs import MODES, CandidateJob, CandidateResult, changed_lines, hideable
-from taskforge.validate.worker import QUIET, FixedEnv, Quiet, load_profile, prepared_env, sandbox_for
+from taskforge.validate.worker import FixedEnv, load_profile, prepared_env, sandbox_for
 
 _COPY_IGNORE = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache")
 
@@ -66,8 +68,8 @@ def validate_candidate(job: CandidateJob) -> CandidateResult:
     except Exception as exc:  # one candidate never aborts a run
         detail = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
         return CandidateResult(job.candidate.candidate_id,
-                               rejected=Rejected(job.candidate.candidate_id, RejectReason.INTERNAL_ERROR,
-                                                 detail[-2000:], time.monotonic() - start),
+                               Rejected(job.candidate.candidate_id, RejectReason.INTERNAL_ERROR,
+                                        detail[-2000:], time.monotonic() - start),
                                seconds=time.monotonic() - start)
     finally:
         if validation is not None:
@@ -101,14 +103,13 @@ class _Validation:
             shutil.rmtree(d, ignore_errors=True)
 
     # -- helpers --------------------------------------------------------------------------------------
-    def result(self, task: Task | None = None, rejected: Rejected | None = None) -> CandidateResult:
-        return CandidateResult(self.cand.candidate_id, task, rejected, round(self.test_seconds, 3),
+    def result(self, outcome: Accepted | Rejected) -> CandidateResult:
+        return CandidateResult(self.cand.candidate_id, outcome, round(self.test_seconds, 3),
                                time.monotonic() - self.start, dict(self.stages), len(self.runs),
                                {k: round(v, 4) for k, v in self.stage_cpu.items()})
 
     def reject(self, reason: RejectReason, detail: str = "") -> CandidateResult:
-        return self.result(rejected=Rejected(self.cand.candidate_id, reason, detail[:2000],
-                                             time.monotonic() - self.start))
+        return self.result(Rejected(self.cand.candidate_id, reason, detail[:2000], time.monotonic() - self.start))
 
     def lap(self, stage: str, since: float) -> float:
         """Add wall time since ``since`` (and this process's CPU since the previous lap) to ``stage``."""
@@ -122,20 +123,17 @@ class _Validation:
         """The shared environment; in naive mode a fresh copy of it for every run."""
         if not self.naive:
             return self.env
-        if self.env.backend != "local":
-            return self.sandbox.prepare(self.profile.spec, self.profile.repo_dir)
         tmp = tempfile.mkdtemp(prefix="tf-naive-env-")
         self._scratch.append(tmp)
-        dest = Path(tmp, "venv")
-        shutil.copytree(self.env.location, dest, symlinks=True)
-        return dataclasses.replace(self.env, location=str(dest))
+        return self.sandbox.clone_env(self.env, Path(tmp))
 
     def run_tests(self, workspace: Path, tests: tuple[str, ...], check: str, repeat: int) -> Any:
         """Run ``tests`` (naive: the whole suite) on ``workspace``; MISSING for any that did not report."""
         from sandboxes.protocol import RunRequest
 
         t = time.monotonic()
-        request = RunRequest(tests=() if self.naive else (*tests, *QUIET), timeout_s=self.settings.test_timeout_s)
+        request = RunRequest(tests=() if self.naive else tests, timeout_s=self.settings.test_timeout_s,
+                             tracebacks=self.naive)
         out = self.sandbox.run(self.env_for_run(), workspace, request)
         elapsed = time.monotonic() - t
         self.test_seconds += elapsed
@@ -160,7 +158,7 @@ class _Validation:
         from taskforge.reward.reward import reward
 
         t = time.monotonic()
-        res = reward(task, patch, sandbox=self.sandbox if self.naive else Quiet(self.sandbox), trees=trees,
+        res = reward(task, patch, sandbox=self.sandbox, trees=trees, tracebacks=self.naive,
                      settings=self.settings,
                      envs=FixedEnv(self.env_for_run()))  # type: ignore[arg-type]
         self.test_seconds += time.monotonic() - t
@@ -199,7 +197,7 @@ class _Validation:
             early = tuple(sorted(set(covering) | affected))
             report = self.run_tests(ws, early, "early_broken", 1)
             t = self.lap("early", t)
-            if "no_report" in report.flags or report.timed_out or not (report.results or report.collection_errors):
+            if ReportFlag.NO_REPORT in report.flags or report.timed_out or not (report.results or report.collection_errors):
                 return self.reject(RejectReason.TIMEOUT if report.timed_out else RejectReason.IMPORT_BROKEN,
                                    f"the test run on the broken workspace reported nothing: {report.output_tail[-500:]}")
             red_covering = tuple(n for n in covering if not report.outcome_of(n).ok)
@@ -269,7 +267,7 @@ class _Validation:
         task = dataclasses.replace(task, validation=tuple(self.runs), audit=audit,
                                    provenance={**task.provenance, "stage_seconds": dict(self.stages),
                                                "test_seconds": round(self.test_seconds, 3)})
-        return self.result(task=task)
+        return self.result(Accepted(task))
 
     def _affected(self, before: Mapping[str, str | None], after: Mapping[str, str | None],
                   among: frozenset[str]) -> set[str]:
@@ -348,7 +346,7 @@ class _Validation:
 
     def _contract_reject(self, check: str, repeat: int, res: Any, graded: Task) -> CandidateResult:
         outcomes = dict(res.outcomes)
-        if "timeout" in res.flags:
+        if RewardFlag.TIMEOUT in res.flags:
             return self.reject(RejectReason.TIMEOUT, f"{check} repeat {repeat}: {res.detail}")
         if repeat > 1:
             return self.reject(RejectReason.UNSTABLE, f"{check} repeat {repeat} disagrees: {res.detail}")
@@ -382,12 +380,12 @@ class _Validation:
         from taskforge.audit.audit import audit_task_workspace
 
         deleted_sources = {q: _entity_source(deletion, q, self.profile.index) for q in deletion.deleted}
-        env_dir = self.env.location if self.env.backend == "local" else None
-        image = self.env.location if self.env.backend == "docker" else None
+        files = self.sandbox.environment_files(self.env)
         return audit_task_workspace(agent_ws, {k: v for k, v in deleted_sources.items() if v},
-                                    env_dir=env_dir, image=image, allowed_text=(task.problem_statement,),
+                                    env_dir=files.directory, image=files.image,
+                                    allowed_text=(task.problem_statement,),
                                     image_cache=Path(self.settings.work_dir) / "audit-images",
-                                    base_image=self.env.extra.get("base_image_id") if image else None)
+                                    base_image=files.base_image)
 
 
 def _whole_files(hidden: Any, f2p: tuple[str, ...], all_tests: frozenset[str], repo: Path) -> Any:
@@ -411,8 +409,8 @@ def _whole_files(hidden: Any, f2p: tuple[str, ...], all_tests: frozenset[str], r
         unmatched=tuple(n for n in hidden.unmatched if n.split("::", 1)[0] not in whole))
 
 
-def _zeroing(res: Any) -> bool:
-    return any(f in ("tampering", "canary_failed", "no_report", "timeout", "grader_error") for f in res.flags)
+def _zeroing(res: RewardResult) -> bool:
+    return any(f in ZEROING_FLAGS for f in res.flags)
 
 
 def _entity_source(deletion: Any, qualname: str, index: Any) -> str:

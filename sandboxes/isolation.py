@@ -1,0 +1,359 @@
+"""Run untrusted code confined: bubblewrap namespaces, a read-only minimal system, limits that hold.
+
+Standard library only, so both the ``local`` sandbox and a bare process helper can import it.
+
+Threat model. The confined command is hostile: it is graded code that wants to read what it should
+not, tamper with the tests that grade it, reach the network, outlive its run or take the host down.
+Each claim below names the test in ``tests/test_isolation.py`` that attacks it:
+
+- It sees only ``/usr``, the ``/bin``/``/lib*`` links, a few ``/etc`` files (``_ETC``), a fresh
+  ``/proc`` for its own PID namespace, a minimal ``/dev``, size-capped tmpfs ``/tmp`` and ``/dev/shm``,
+  and the caller's binds: not ``/root``, ``/home``, ``/work`` or any other host path
+  (``test_planted_secrets_are_invisible``).
+- Writes land only on read-write binds and tmpfs; ``Mounts.protected`` paths stay read-only even inside
+  a read-write bind: no write, truncate, unlink, rename or replacement of them or their parent
+  directory (``test_writes_outside_rw_binds_fail``, ``test_protected_paths_cannot_be_changed``).
+- No privileges: all capabilities dropped, no new user namespaces, no remount
+  (``test_no_capabilities_no_remount``).
+- Host processes are invisible (new PID namespace) (``test_host_processes_are_invisible``).
+- No network: a new network namespace with only loopback; the host's localhost is another namespace
+  (``test_no_network``).
+- The environment is exactly the one given (``--clearenv``) (``test_environment_is_exactly_env``).
+- Memory and process count are capped: a per-run cgroup v1 (``memory.limit_in_bytes``, ``pids.max``)
+  where this host allows one, else ``RLIMIT_AS``/``RLIMIT_NPROC`` under an unprivileged host uid
+  (``RLIMIT_NPROC`` is not enforced for uid 0) (``test_memory_hog_is_stopped``,
+  ``test_fork_bomb_is_contained``). Files are capped at ``Limits.fsize_mb`` (``RLIMIT_FSIZE``).
+- Wall clock: ``run_isolated`` kills on timeout; killing bwrap tears down the PID namespace, so nothing
+  survives the run, not even a ``setsid`` double-forked child (``test_infinite_loop_is_killed``,
+  ``test_setsid_grandchild_dies_with_the_run``).
+- File descriptors handed over with ``pass_fds`` reach the command (bwrap keeps inherited fds); no others
+  do (``test_pass_fds_reach_the_command``).
+
+Not claimed: no seccomp filter, so the kernel's whole syscall surface is reachable (a kernel exploit
+escapes); CPU time is not shared fairly; with the rlimit fallback ``RLIMIT_NPROC`` counts every
+process of ``UNPRIVILEGED_UID`` on the host, so concurrent runs share one budget.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+UNPRIVILEGED_UID = 65534
+"""Host uid of the command under the rlimit fallback (``IsolationSupport.host_uid``)."""
+DEFAULT_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
+_ETC = ("passwd", "group", "nsswitch.conf", "hosts", "localtime", "ld.so.cache", "ld.so.conf",
+        "ld.so.conf.d", "alternatives", "ssl", "ca-certificates", "pki", "mime.types")
+_NAMESPACES = ("--unshare-user", "--uid", "0", "--gid", "0", "--disable-userns", "--cap-drop", "ALL",
+               "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+               "--hostname", "sandbox", "--die-with-parent", "--new-session")
+_ATTACH = 'for f in "$1" "$2"; do echo $$ > "$f" || exit 125; done; shift 2; exec "$@"'
+_OVERHEAD_PIDS = 2  # bwrap outside and its init inside: the command's own tree gets exactly Limits.pids
+
+
+class IsolationUnavailable(RuntimeError):
+    """Confinement was asked for where ``probe()`` says it cannot work; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class IsolationSupport:
+    """What this host allows (from ``probe()``). ``reason`` is empty exactly when ``usable``."""
+
+    bwrap: str = ""
+    prlimit: str = ""
+    setpriv: str = ""
+    limiter: str = ""
+    """``"cgroup"`` (per-run v1 memory+pids cgroups, command runs as host root) or ``"rlimit"``."""
+    cgroup_parents: tuple[str, str] | None = None
+    """(memory dir, pids dir) under which each run gets its own cgroup."""
+    reason: str = ""
+
+    @property
+    def usable(self) -> bool:
+        return not self.reason
+
+    @property
+    def host_uid(self) -> int:
+        """The uid the command has on the host: it must be able to write the rw binds, read the ro ones."""
+        return 0 if self.limiter == "cgroup" else UNPRIVILEGED_UID
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Resource caps of one run; the wall clock is the ``timeout_s`` of ``run_isolated``."""
+
+    memory_mb: int = 2048
+    pids: int = 256
+    fsize_mb: int = 1024
+    """Largest file the command may write (also caps its captured output)."""
+    tmpfs_mb: int = 256
+    """Size of each tmpfs (``/tmp``, ``/dev/shm``, ``Mounts.tmpfs``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Mounts:
+    """Host paths made visible, each at the same path inside. Build with ``Mounts.of``.
+
+    ``protected`` paths must lie inside an ``rw`` path; they are bound read-only on top of it (tests
+    inside a writable workspace). Binds are applied parents first, so nesting works in any direction.
+    """
+
+    ro: tuple[str, ...] = ()
+    rw: tuple[str, ...] = ()
+    protected: tuple[str, ...] = ()
+    tmpfs: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, ro: Iterable[str | os.PathLike[str]] = (), rw: Iterable[str | os.PathLike[str]] = (),
+           protected: Iterable[str | os.PathLike[str]] = (),
+           tmpfs: Iterable[str | os.PathLike[str]] = ()) -> Mounts:
+        return cls(*(tuple(os.path.abspath(p) for p in group) for group in (ro, rw, protected, tmpfs)))
+
+    def __post_init__(self) -> None:
+        for path in (*self.ro, *self.rw, *self.protected, *self.tmpfs):
+            if not os.path.isabs(path):
+                raise ValueError(f"mount path {path!r} is relative; give an absolute path (or use Mounts.of)")
+        for path in self.protected:
+            if not any(os.path.commonpath([path, rw]) == rw and path != rw for rw in self.rw):
+                raise ValueError(f"protected path {path!r} is not inside any rw bind {self.rw}; "
+                                 "bind it read-only with ro= instead")
+
+
+def python_mounts(venv: str | os.PathLike[str]) -> tuple[str, ...]:
+    """Read-only paths a venv needs: the venv and its base interpreter's prefix (unless under ``/usr``)."""
+    venv = os.path.abspath(venv)
+    cfg = Path(venv, "pyvenv.cfg")
+    lines = cfg.read_text().splitlines() if cfg.is_file() else []
+    homes = [ln.split("=", 1)[1].strip() for ln in lines if ln.split("=", 1)[0].strip() == "home"]
+    prefixes = {os.path.dirname(os.path.realpath(h)) for h in homes}
+    real = os.path.realpath(os.path.join(venv, "bin", "python"))
+    if os.path.exists(real):
+        prefixes.add(os.path.dirname(os.path.dirname(real)))
+    extra = sorted(p for p in prefixes if os.path.commonpath([p, "/usr"]) != "/usr")
+    return (venv, *extra)
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """One live run's limit scope (see ``confine``); every process in it is killed when it closes."""
+
+    support: IsolationSupport
+    cgroups: tuple[str, ...] = ()
+
+    def kill_all(self, wait_s: float = 5.0) -> bool:
+        """SIGKILL every process in the run's cgroups until none is left; False if some outlived ``wait_s``."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            pids = {int(p) for d in self.cgroups for p in Path(d, "cgroup.procs").read_text().split()}
+            if not pids:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.01)
+
+
+@contextlib.contextmanager
+def confine(limits: Limits, support: IsolationSupport | None = None) -> Iterator[Scope]:
+    """A limit scope for one run: its own memory and pids cgroups (none under the rlimit fallback)."""
+    support = support or probe()
+    if not support.usable:
+        raise IsolationUnavailable(support.reason)
+    scope = Scope(support)
+    try:
+        if support.limiter == "cgroup" and support.cgroup_parents:
+            scope = Scope(support, _make_cgroups(support.cgroup_parents, limits))
+        yield scope
+    finally:
+        scope.kill_all()
+        for path in scope.cgroups:
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+
+
+def _make_cgroups(parents: tuple[str, str], limits: Limits) -> tuple[str, str]:
+    name = f"taskforge-{os.getpid()}-{secrets.token_hex(4)}"
+    memory, pids = (os.path.join(parent, name) for parent in parents)
+    try:
+        os.mkdir(memory)
+        os.mkdir(pids)
+        _write(memory, "memory.limit_in_bytes", limits.memory_mb << 20)
+        with contextlib.suppress(OSError):  # absent or refused without swap accounting
+            _write(memory, "memory.memsw.limit_in_bytes", limits.memory_mb << 20)
+        _write(pids, "pids.max", limits.pids + _OVERHEAD_PIDS)
+    except OSError as exc:
+        for path in (memory, pids):
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+        raise IsolationUnavailable(f"could not set up a run's cgroups under {parents}: {exc}; "
+                                   "check that this process may create cgroups there") from exc
+    return memory, pids
+
+
+def isolated_argv(argv: Sequence[str], *, mounts: Mounts, limits: Limits, scope: Scope,
+                  cwd: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> list[str]:
+    """The argv that runs ``argv`` confined within ``scope`` (from ``confine``).
+
+    Start it in a new session (``start_new_session=True``) from a thread that outlives it (bwrap dies
+    with its parent thread). Fds it inherits reach the command, so pass exactly the ones it may use.
+    ``cwd`` is a path inside the sandbox (default ``/``); ``env`` defaults to ``DEFAULT_ENV``.
+    """
+    support = scope.support
+    jail = _jail(support.bwrap, argv, mounts, limits, cwd, env)
+    rlimits = [support.prlimit, f"--fsize={limits.fsize_mb << 20}", "--core=0"]
+    if support.limiter == "cgroup":
+        if len(scope.cgroups) != 2:
+            raise ValueError("scope has no cgroups: build it with confine(limits) and keep it open")
+        return ["/bin/sh", "-c", _ATTACH, "sh", *(os.path.join(d, "cgroup.procs") for d in scope.cgroups),
+                *rlimits, "--", *jail]
+    return [*rlimits, f"--as={limits.memory_mb << 20}", f"--nproc={limits.pids + _OVERHEAD_PIDS}", "--",
+            support.setpriv, f"--reuid={UNPRIVILEGED_UID}", f"--regid={UNPRIVILEGED_UID}", "--clear-groups", *jail]
+
+
+def run_isolated(argv: list[str], timeout_s: float, cwd: Path | None = None, env: Mapping[str, str] | None = None,
+                 tail: int = 0, *, mounts: Mounts = Mounts(), limits: Limits = Limits(),
+                 pass_fds: Sequence[int] = (), support: IsolationSupport | None = None) -> tuple[int | None, str]:
+    """``run_capture`` confined: (exit code or None on timeout, combined output; last ``tail`` bytes if > 0).
+
+    A command killed by a signal (e.g. the OOM killer) reports 128 + the signal number, as bwrap does.
+    Everything the command started is dead when this returns. Raises ``IsolationUnavailable``.
+    """
+    with confine(limits, support) as scope, tempfile.TemporaryFile() as out:
+        full = isolated_argv(argv, mounts=mounts, limits=limits, scope=scope, cwd=cwd, env=env)
+        proc = subprocess.Popen(full, env={"PATH": "/usr/bin:/bin"}, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=tuple(pass_fds))
+        try:
+            rc: int | None = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            rc = None
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        size = out.seek(0, os.SEEK_END)
+        out.seek(max(0, size - tail) if tail > 0 else 0)
+        return rc, out.read().decode("utf-8", "replace")
+
+
+@functools.cache
+def probe() -> IsolationSupport:
+    """Whether confinement works here (bwrap and its namespaces, then cgroups, else rlimits); cached."""
+    tools = {name: shutil.which(name) or "" for name in ("bwrap", "prlimit", "setpriv")}
+    missing = [name for name, path in tools.items() if not path]
+    if missing:
+        return IsolationSupport(reason=f"{', '.join(missing)} not found on PATH; install bubblewrap and "
+                                       "util-linux (apt-get install bubblewrap util-linux)")
+    base = IsolationSupport(**tools)
+    ok, why = _bwrap_works(base.bwrap)
+    if not ok:
+        return replace(base, reason=f"bubblewrap does not work here: {why}")
+    parents, cg_why = _cgroup_v1_parents()
+    if parents:
+        cgroup = replace(base, limiter="cgroup", cgroup_parents=parents)
+        ok, cg_why = _limits_work(cgroup)
+        if ok:
+            return cgroup
+    rlimit = replace(base, limiter="rlimit")
+    ok, rl_why = _limits_work(rlimit)
+    if ok:
+        return rlimit
+    return replace(base, reason=f"no way to limit memory and processes: cgroups: {cg_why}; "
+                                f"rlimits as uid {UNPRIVILEGED_UID}: {rl_why}")
+
+
+def _jail(bwrap: str, argv: Sequence[str], mounts: Mounts, limits: Limits,
+          cwd: str | os.PathLike[str] | None, env: Mapping[str, str] | None) -> list[str]:
+    """The bwrap part alone: namespaces, mounts, environment; limits are added by ``isolated_argv``."""
+    out = [bwrap, *_NAMESPACES, *_system_mounts(limits), *_user_mounts(mounts, limits),
+           "--remount-ro", "/dev", "--remount-ro", "/", "--clearenv"]  # bwrap's own tmpfs: read-only
+    for key, value in (DEFAULT_ENV if env is None else env).items():
+        out += ["--setenv", key, value]
+    return [*out, "--chdir", os.fspath(cwd or "/"), "--", *argv]
+
+
+def _bwrap_works(bwrap: str) -> tuple[bool, str]:
+    """Run ``true`` in the jail without limits; if it fails, name the namespace this host refuses."""
+    done = subprocess.run(_jail(bwrap, ["true"], Mounts(), Limits(), None, None), capture_output=True,
+                          timeout=20, stdin=subprocess.DEVNULL)
+    if done.returncode == 0:
+        return True, ""
+    why = done.stderr.decode("utf-8", "replace").strip()[-300:] or f"exit {done.returncode}"
+    for flag in (f for f in _NAMESPACES if f.startswith(("--unshare-", "--disable-"))):
+        extra = ["--unshare-user"] if flag == "--disable-userns" else []
+        if subprocess.run([bwrap, "--ro-bind", "/", "/", *extra, flag, "true"], capture_output=True,
+                          timeout=20, stdin=subprocess.DEVNULL).returncode:
+            return False, f"bwrap {flag} is refused ({why})"
+    return False, why
+
+
+def _limits_work(support: IsolationSupport) -> tuple[bool, str]:
+    """Run ``true`` fully confined (limits included) under ``support``; (worked, why not)."""
+    try:
+        rc, out = run_isolated(["true"], 20, limits=Limits(memory_mb=256, pids=16), support=support)
+    except (IsolationUnavailable, OSError) as exc:
+        return False, str(exc)
+    return rc == 0, "" if rc == 0 else f"exit {rc}: {out.strip()[-300:]}"
+
+
+def _cgroup_v1_parents() -> tuple[tuple[str, str] | None, str]:
+    """(memory dir, pids dir) of this process's own v1 cgroups, if both controllers are mounted writable."""
+    mounts: dict[str, str] = {}
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        fstype, _source, options = (right.split() + ["", "", ""])[:3]
+        for controller in ("memory", "pids"):
+            if fstype == "cgroup" and controller in options.split(","):
+                mounts[controller] = left.split()[4]
+    own = {}
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _id, controllers, path = line.split(":", 2)
+        for controller in controllers.split(","):
+            own[controller] = path
+    dirs = []
+    for controller in ("memory", "pids"):
+        if controller not in mounts:
+            return None, f"no cgroup v1 {controller} controller mounted (cgroup v2 is not supported)"
+        nested = os.path.join(mounts[controller], own.get(controller, "/").lstrip("/"))
+        dirs.append(nested if os.path.isdir(nested) else mounts[controller])
+        if not os.access(dirs[-1], os.W_OK):
+            return None, f"{dirs[-1]} is not writable"
+    return (dirs[0], dirs[1]), ""
+
+
+def _system_mounts(limits: Limits) -> list[str]:
+    out = ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            out += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            out += ["--ro-bind", top, top]
+    for name in _ETC:
+        out += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    size = str(limits.tmpfs_mb << 20)
+    return [*out, "--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/tmp",
+            "--size", size, "--tmpfs", "/dev/shm"]
+
+
+def _user_mounts(mounts: Mounts, limits: Limits) -> list[str]:
+    ops = [*((p, "--ro-bind") for p in mounts.ro), *((p, "--bind") for p in mounts.rw),
+           *((p, "--tmpfs") for p in mounts.tmpfs), *((p, "--ro-bind") for p in mounts.protected)]
+    out: list[str] = []
+    for path, op in sorted(ops, key=lambda item: len(Path(item[0]).parts)):  # stable: protected after rw
+        out += ["--size", str(limits.tmpfs_mb << 20), op, path] if op == "--tmpfs" else [op, path, path]
+    return out
+
+
+def _write(directory: str, name: str, value: int) -> None:
+    Path(directory, name).write_text(str(value))

@@ -1,0 +1,55 @@
+"""What a grading returns: ``RewardResult`` and the ``RewardFlag`` values it may carry.
+
+``ZEROING_FLAGS`` is the one list of flags that force the score to 0; validation reads it too.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class RewardFlag(enum.StrEnum):
+    TAMPERING = "tampering"  # evidence that the patch attacked the grading run
+    CANARY_FAILED = "canary_failed"  # a canary did not behave as planned (implies tampering)
+    NO_REPORT = "no_report"  # the runner wrote no (readable) report: killed, exited early, crashed
+    TIMEOUT = "timeout"  # the run passed its wall-clock limit
+    PATCH_REFUSED = "patch_refused"  # escapes the repository, symlink, binary, submodule, shadowing module
+    PATCH_FAILED = "patch_failed"  # the vetted patch does not apply to the broken workspace
+    PROTECTED_DROPPED = "protected_dropped"  # sections touching test/test-support files were dropped
+    COLLECTION_ERROR = "collection_error"  # some test file failed to collect
+    MISSING_TESTS = "missing_tests"  # some FAIL_TO_PASS/PASS_TO_PASS test never reported
+    GRADER_ERROR = "grader_error"  # our side failed (setup_patch, sandbox backend); not the agent's fault
+
+
+ZEROING_FLAGS = frozenset({RewardFlag.TAMPERING, RewardFlag.CANARY_FAILED, RewardFlag.NO_REPORT, RewardFlag.TIMEOUT,
+                      RewardFlag.PATCH_REFUSED, RewardFlag.PATCH_FAILED, RewardFlag.GRADER_ERROR})
+
+
+@dataclass(frozen=True, slots=True)
+class RewardResult:
+    """One grading: binary score, hidden-test pass fraction, per-test outcomes, timings, flags."""
+
+    instance_id: str
+    score: float  # 1.0 iff every FAIL_TO_PASS and PASS_TO_PASS test passed and no zeroing flag is set
+    fraction: float  # FAIL_TO_PASS tests passed / FAIL_TO_PASS tests (0.0 whenever score is zeroed by a flag)
+    outcomes: Mapping[str, str] = field(default_factory=dict)  # node id -> outcome (canaries excluded)
+    durations: Mapping[str, float] = field(default_factory=dict)  # node id -> seconds
+    timings: Mapping[str, float] = field(default_factory=dict)  # phase -> seconds
+    flags: tuple[RewardFlag, ...] = ()
+    detail: str = ""  # why the score was zeroed, one line
+    pass_to_pass_fraction: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"instance_id": self.instance_id, "reward": self.score, "fraction": self.fraction,
+                "pass_to_pass_fraction": self.pass_to_pass_fraction, "flags": list(self.flags),
+                "detail": self.detail, "outcomes": dict(self.outcomes), "durations": dict(self.durations),
+                "timings": dict(self.timings)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RewardResult:
+        return cls(str(d["instance_id"]), float(d["reward"]), float(d["fraction"]), dict(d.get("outcomes", {})),
+                   dict(d.get("durations", {})), dict(d.get("timings", {})), tuple(RewardFlag(f) for f in d.get("flags", ())),
+                   str(d.get("detail", "")), float(d.get("pass_to_pass_fraction", 0.0)))
