@@ -1,8 +1,9 @@
-"""The ``Strategy`` seam (a.k.a. ``Generator``): one feature-deletion strategy per module.
+"""The ``Strategy`` seam (the ``Generator`` of the design): one feature-deletion strategy per module.
 
 Side-effect free: only the protocol. Implementations: ``generators.strategy_stub.StubStrategy``
 (tier 0), ``generators.strategy_delete.DeleteStrategy`` (tier 1), ``generators.strategy_module.
-ModuleStrategy`` (tier 2). ``delete`` never raises for a bad candidate: it returns ``Rejected``.
+ModuleStrategy`` (tier 2), registered by name in ``generators.registry``. ``delete`` never raises for a
+bad candidate: it returns ``Rejected``.
 """
 
 from __future__ import annotations
@@ -30,15 +31,3 @@ class Strategy(Protocol):
     def delete(self, entity: Entity, index: StaticIndex, repo_root: Path) -> Deletion | Rejected:
         """Remove the feature from the files under ``repo_root`` (read, never written)."""
         ...
-
-
-Generator = Strategy
-
-
-def all_strategies() -> dict[str, Strategy]:
-    """The built-in strategies by name (imported lazily: no import-time side effects here)."""
-    from generators.strategy_delete import DeleteStrategy
-    from generators.strategy_module import ModuleStrategy
-    from generators.strategy_stub import StubStrategy
-
-    return {s.name: s for s in (StubStrategy(), DeleteStrategy(), ModuleStrategy())}

@@ -28,7 +28,7 @@ import os
 import string
 import tarfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,7 +38,6 @@ import docker
 import docker.errors
 import requests.exceptions
 
-from taskforge.audit.image_layers import forget_cached_image
 from taskforge.core.environment import EnvSpec, PreparedEnv
 from taskforge.core.errors import EnvironmentBuildError, SandboxError
 from taskforge.core.settings import Settings
@@ -313,7 +312,7 @@ class PrunedImage:
 
 def prune_env_images(client: docker.DockerClient, *, older_than_days: float | None = None,
                      everything: bool = False, dry_run: bool = False,
-                     repository: str = IMAGE_REPOSITORY, audit_cache: Path | None = None,
+                     repository: str = IMAGE_REPOSITORY, on_removed: Callable[[str], None] | None = None,
                      stage_min_age_s: float = 600.0) -> list[PrunedImage]:
     """Remove environment images that no run can use again, and what their builds left behind.
 
@@ -321,8 +320,8 @@ def prune_env_images(client: docker.DockerClient, *, older_than_days: float | No
     never hits them) and the dangling first stages of env builds (they hold the CA bundle and pip's
     downloads) once ``stage_min_age_s`` old (a build in progress still needs its first stage).
     ``older_than_days``: also images created longer ago. ``everything``: every env image.
-    Images of a running container are kept (the engine refuses; reported as ``error``). The layer
-    extractions of removed images under ``audit_cache`` go too.
+    Images of a running container are kept (the engine refuses; reported as ``error``).
+    ``on_removed(image_id)`` is called for every removed image (the CLI drops its audit layer cache).
     """
     now = time.time()
     present = {i.id for i in client.images.list()}
@@ -350,8 +349,8 @@ def prune_env_images(client: docker.DockerClient, *, older_than_days: float | No
                 entry = dataclasses.replace(entry, removed=True)
             except docker.errors.APIError as exc:
                 entry = dataclasses.replace(entry, error=str(exc.explanation or exc)[:200])
-            if entry.removed and audit_cache is not None:
-                forget_cached_image(audit_cache, image.id)
+            if entry.removed and on_removed is not None:
+                on_removed(image.id)
         out.append(entry)
     return out
 

@@ -133,11 +133,11 @@ def fetch_inflection(dest: Path) -> Path:
 
 def broken_tree(task: Task, trees: object, dest: Path) -> Path:
     """The workspace an agent gets, as a git repository (so hacks can be written as `git diff`)."""
-    from taskforge.dataset.repos import apply_patch
+    from taskforge.core.patches import apply
 
     dest.mkdir(parents=True)
     trees.materialize(task, dest)  # type: ignore[attr-defined]
-    apply_patch(dest, task.setup_patch, what="setup_patch")
+    apply(task.setup_patch, dest, what="setup_patch")
     git(dest, "init", "-q")
     git(dest, "add", "-A")
     git(dest, "commit", "-qm", "broken")

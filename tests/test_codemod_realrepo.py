@@ -19,7 +19,7 @@ import pytest
 
 from generators.deletion import Deletion
 from generators.hidden_tests import hide_tests
-from generators.protocol import all_strategies
+from generators.registry import all_strategies
 from generators.static_index import build_index
 from taskforge.core import patches
 from taskforge.core.entities import EntityKind

@@ -4,6 +4,7 @@ keeps the rest. Images live in a test-only repository name so the host's real en
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import tarfile
@@ -11,6 +12,7 @@ import tarfile
 import pytest
 
 from sandboxes.docker_images import LABEL, VENV, prune_env_images
+from taskforge.audit.image_layers import forget_cached_image
 
 pytestmark = pytest.mark.docker
 REPO = "taskforge-env-prunetest"
@@ -46,14 +48,14 @@ def test_prune_removes_what_no_run_can_use(tmp_path) -> None:
     (cache / "images").mkdir()
     (cache / "images" / f"{orphan.id.removeprefix('sha256:')[:24]}.json").write_text(json.dumps(["sha256:" + "ab" * 32]))
     try:
-        planned = prune_env_images(client, repository=REPO, dry_run=True, audit_cache=cache, stage_min_age_s=0)
+        planned = prune_env_images(client, repository=REPO, dry_run=True, on_removed=functools.partial(forget_cached_image, cache), stage_min_age_s=0)
         reasons = {p.image_id: p.reason for p in planned}
         assert reasons.get(orphan.id) == "its base image is gone"
         assert reasons.get(stage.id) == "first stage of an env build"
         assert live.id not in reasons and not any(p.removed for p in planned)
         client.images.get(orphan.id)  # a dry run removes nothing
 
-        done = {p.image_id: p for p in prune_env_images(client, repository=REPO, audit_cache=cache, stage_min_age_s=0)}
+        done = {p.image_id: p for p in prune_env_images(client, repository=REPO, on_removed=functools.partial(forget_cached_image, cache), stage_min_age_s=0)}
         assert done[orphan.id].removed and done[stage.id].removed
         assert list((cache / "images").iterdir()) == [] and list((cache / "layers").iterdir()) == []
         assert [i.id for i in client.images.list(name=REPO)] == [live.id]

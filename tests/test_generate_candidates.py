@@ -9,7 +9,7 @@ from generate_fixtures import make_mini_project
 
 from generators.candidates import interleave, propose
 from generators.env_detect import detect_env
-from generators.protocol import all_strategies
+from generators.registry import all_strategies
 from generators.static_index import build_index
 from taskforge.core.outcomes import RejectReason
 from taskforge.core.testreport import Outcome, TestReport

@@ -23,7 +23,6 @@ from pygments.lexers import PythonLexer
 
 from taskforge.audit.audit import audit_task_workspace
 from taskforge.audit.scrub import scrub_workspace
-from taskforge.audit.scrub_env import scrub_environment
 from taskforge.core.task import AuditResult
 
 pytestmark = pytest.mark.realrepo
@@ -201,13 +200,9 @@ def test_installed_copy_in_site_packages(task: LeakTask, tmp_path: Path) -> None
     result = _audit(task, env)
     _assert_found(result, "environment", "site-packages/inflection/__init__.py")
     _assert_found(result, "environment", "legacy-inflection.pth -> ")
-    report = scrub_environment(env, "inflection", ["inflection"], [task.qualname])
-    assert any(r.endswith("site-packages/inflection/__init__.py") for r in report.removed)
-    assert not (site / "inflection").exists()
-    assert "inflection/__init__.py" not in record.read_text()  # RECORD rewritten, metadata kept
-    assert "Name: inflection" in (record.parent / "METADATA").read_text()
-    assert not (site / "legacy-inflection.pth").exists()
-    assert _audit(task, env).passed
+    shutil.rmtree(site / "inflection")
+    (site / "legacy-inflection.pth").unlink()
+    assert _audit(task, env).passed  # the metadata alone (what the local sandbox keeps) holds no code
 
 
 def test_cached_wheel_and_sdist_in_pip_cache(task: LeakTask, sdist: Path, tmp_path: Path) -> None:
@@ -221,8 +216,7 @@ def test_cached_wheel_and_sdist_in_pip_cache(task: LeakTask, sdist: Path, tmp_pa
     result = _audit(task, env)
     _assert_found(result, "environment", ".whl!inflection/__init__.py")
     _assert_found(result, "environment", ".body!inflection-0.5.1/inflection/__init__.py")
-    scrub_environment(env, "inflection", ["inflection"], [task.qualname])
-    assert not cache.exists()
+    shutil.rmtree(cache)
     assert _audit(task, env).passed
 
 
@@ -278,8 +272,6 @@ def _docker_client():  # type: ignore[no-untyped-def]
 @pytest.mark.docker
 def test_image_layers_through_docker_sdk(task: LeakTask, tmp_path: Path) -> None:
     client = _docker_client()
-    from taskforge.audit.scrub_env import image_removal_paths
-
     site = "usr/lib/python3.11/site-packages"
 
     def build(with_copy: bool) -> object:
@@ -296,10 +288,7 @@ def test_image_layers_through_docker_sdk(task: LeakTask, tmp_path: Path) -> None
         result = audit_task_workspace(task.workspace, task.deleted, image=leaky, docker_client=client,
                                       allowed_text=[task.problem])
         _assert_found(result, "image", f"{site}/inflection/__init__.py")
-        paths = image_removal_paths(leaky, "inflection", ["inflection"], client=client)
-        assert f"/{site}/inflection/__init__.py" in paths
-        assert f"/{site}/inflection-0.5.1.dist-info/METADATA" not in paths  # metadata stays
-        assert f"/{site}/other/__init__.py" not in paths
+        assert not any(f"{site}/other/__init__.py" in h.where for h in result.hits)
         assert audit_task_workspace(task.workspace, task.deleted, image=clean, docker_client=client,
                                     allowed_text=[task.problem]).passed
     finally:

@@ -9,7 +9,6 @@ import pytest
 from _leak_task import tiny_task
 
 from taskforge.audit.scrub import ScrubReport, scrub_stub, scrub_workspace, stub_declarations
-from taskforge.audit.scrub_env import find_installed, scrub_environment
 
 STUB = '''import sys
 from typing import overload
@@ -146,47 +145,3 @@ def test_scrub_workspace_replaces_a_gitdir_pointer(tmp_path: Path) -> None:
     scrub_workspace(t.workspace, [t.qualname])
     assert (t.workspace / ".git").is_dir()
     assert (t.original / ".git" / "HEAD").is_file()  # the original is never touched
-
-
-SITE = "lib/python3.11/site-packages"
-LISTING = {
-    f"{SITE}/minipkg/__init__.py": b"",
-    f"{SITE}/minipkg/__pycache__/__init__.cpython-311.pyc": b"",
-    f"{SITE}/minipkg-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: MiniPkg\nVersion: 1.0\n",
-    f"{SITE}/minipkg-1.0.dist-info/RECORD": b"minipkg/__init__.py,,\nminipkg-1.0.dist-info/METADATA,,\n"
-                                            b"minipkg-1.0.dist-info/RECORD,,\n../../../bin/minitool,,\n",
-    f"{SITE}/minipkg-1.0.dist-info/direct_url.json": b'{"url": "file:///src/minipkg"}',
-    "bin/minitool": b"#!python",
-    f"{SITE}/__editable__.minipkg-1.0.pth": b"import __editable___minipkg_1_0_finder",
-    f"{SITE}/__editable___minipkg_1_0_finder.py": b"MAPPING = {'minipkg': '/src/minipkg'}",
-    f"{SITE}/other-2.0.dist-info/METADATA": b"Name: other\n",
-    f"{SITE}/other-2.0.dist-info/RECORD": b"other/__init__.py,,\nminipkg_compat.py,,\n",
-    f"{SITE}/other/__init__.py": b"",
-    f"{SITE}/minipkg_compat.py": b"",  # owned by another distribution: kept
-    ".cache/pip/http-v2/a/b/abc.body": b"",
-    "wheels/minipkg-1.0-py3-none-any.whl": b"",
-    "wheels/other-2.0-py3-none-any.whl": b"",
-}
-
-
-def test_find_installed_on_a_listing() -> None:
-    removed = set(find_installed(LISTING, LISTING.get, "minipkg", ["minipkg"]))
-    assert removed == {
-        f"{SITE}/minipkg/__init__.py", f"{SITE}/minipkg/__pycache__/__init__.cpython-311.pyc",
-        f"{SITE}/minipkg-1.0.dist-info/direct_url.json", "bin/minitool",
-        f"{SITE}/__editable__.minipkg-1.0.pth", f"{SITE}/__editable___minipkg_1_0_finder.py",
-        ".cache/pip/http-v2/a/b/abc.body", "wheels/minipkg-1.0-py3-none-any.whl"}
-
-
-def test_scrub_environment_on_disk_rewrites_record(tmp_path: Path) -> None:
-    for rel, data in LISTING.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_bytes(data)
-    report = scrub_environment(tmp_path, "minipkg", ["minipkg"])
-    assert f"{SITE}/minipkg/__init__.py" in report.removed
-    assert not (tmp_path / SITE / "minipkg").exists()  # emptied package dirs pruned
-    record = (tmp_path / SITE / "minipkg-1.0.dist-info" / "RECORD").read_text()
-    assert "minipkg/__init__.py" not in record and "minipkg-1.0.dist-info/METADATA" in record
-    assert (tmp_path / SITE / "other" / "__init__.py").is_file()
-    assert (tmp_path / SITE / "minipkg_compat.py").is_file()
-    assert (tmp_path / "wheels/other-2.0-py3-none-any.whl").is_file()

@@ -14,7 +14,9 @@ What goes (each listed in the ``ScrubReport``):
 - stubs: a ``.pyi`` (also in ``*-stubs`` packages) declaring a deleted entity loses that declaration
   (libcst, like the source); a stub of a deleted module is removed.
 
-The environment (an installed copy of the project) is scrubbed by ``taskforge.audit.scrub_env``.
+The environment never holds the project: the sandbox strips its installed copy when it builds the
+environment (``sandboxes.local.strip_project_code``; docker images get its metadata only), and the audit
+searches the environment for what is left.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Annotated
@@ -101,12 +102,14 @@ def register(app: typer.Typer) -> None:
         """Remove env images no run can use again (base image gone), build leftovers, and old images."""
         from sandboxes.docker import docker_client
         from sandboxes.docker_images import prune_env_images
+        from taskforge.audit.image_layers import forget_cached_image
 
         with user_errors():
             settings = settings_from()
             pruned = prune_env_images(docker_client(timeout_s=120), older_than_days=older_than,
                                       everything=everything, dry_run=dry_run,
-                                      audit_cache=Path(settings.work_dir) / "audit-images")
+                                      on_removed=functools.partial(forget_cached_image,
+                                                                   Path(settings.work_dir) / "audit-images"))
         freed = sum(p.size_mb for p in pruned if p.removed)
         if as_json:
             print(json.dumps({"dry_run": dry_run, "freed_mb": freed,

@@ -41,3 +41,17 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+# What is never part of a repository's tree: VCS stores, tool caches, virtualenvs. The one list every
+# copy, comparison, archive and walk of a tree uses, so a workspace, its archive and a grading agree.
+SKIP_DIRS = frozenset({
+    ".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".nox",
+    ".venv", "venv", ".eggs", ".hypothesis",
+})
+BYTECODE_SUFFIXES = (".pyc", ".pyo")
+
+
+def copy_ignore(directory: str, names: list[str]) -> set[str]:
+    """``shutil.copytree(ignore=...)``: leave out ``SKIP_DIRS`` and byte code."""
+    return {n for n in names if n in SKIP_DIRS or n.endswith(BYTECODE_SUFFIXES)}

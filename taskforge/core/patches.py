@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from taskforge.core.errors import PatchError
+from taskforge.core.files import BYTECODE_SUFFIXES, SKIP_DIRS
 from taskforge.core.process import run_capture
 
 FileMap = Mapping[str, str | None]
@@ -98,8 +99,8 @@ def read_tree(root: Path, paths: Iterable[str] | None = None) -> dict[str, str |
     root = Path(root)
     if paths is None:  # byte code is never part of a workspace's text
         paths = sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
-                       if p.is_file() and p.suffix not in (".pyc", ".pyo")
-                       and not {".git", "__pycache__"} & set(p.relative_to(root).parts))
+                       if p.is_file() and p.suffix not in BYTECODE_SUFFIXES
+                       and not SKIP_DIRS & set(p.relative_to(root).parts))
     out: dict[str, str | None] = {}
     for rel in paths:
         f = root / rel
@@ -123,9 +124,14 @@ def diff_trees(before_dir: Path, after_dir: Path, paths: Iterable[str] | None = 
     return diff(a, b)
 
 
-def apply(patch: str, directory: Path, *, check: bool = False, reverse: bool = False,
+def apply(patch: str, directory: Path, *, check: bool = False, reverse: bool = False, what: str = "patch",
           timeout_s: float = _GIT_APPLY_TIMEOUT_S) -> None:
-    """Apply ``patch`` to ``directory`` with ``git apply``; raise ``PatchError`` when it does not apply."""
+    """Apply ``patch`` to ``directory`` with ``git apply``; raise ``PatchError`` when it does not apply.
+
+    The one ``git apply`` of the project (workspaces, datasets, gradings). ``what`` names the patch in
+    errors. git never sees an enclosing repository (``GIT_CEILING_DIRECTORIES``, no ``GIT_*`` of ours):
+    paths would then be taken relative to that repository's root.
+    """
     if not patch.strip():
         return
     directory = Path(directory).resolve()
@@ -138,17 +144,20 @@ def apply(patch: str, directory: Path, *, check: bool = False, reverse: bool = F
     if reverse:
         argv.append("--reverse")
     argv.append(patch_file)
-    # A workspace inside another git work tree would make git apply paths relative to that tree's root.
-    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(directory.parent), "LC_ALL": "C"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_CEILING_DIRECTORIES=str(directory.parent), LC_ALL="C")
     try:
         rc, out = run_capture(argv, timeout_s, cwd=directory, env=env, tail=4000)
+    except FileNotFoundError:
+        raise PatchError("git is not installed; install git to build workspaces and grade patches") from None
     finally:
         os.unlink(patch_file)
     if rc is None:
-        raise PatchError(f"git apply did not finish within {timeout_s:.0f}s in {directory}")
+        raise PatchError(f"git apply of {what} in {directory} ran past {timeout_s:.0f}s and was killed; "
+                         "the patch is too large or the disk is stuck")
     if rc != 0:
         first = out.strip().splitlines()[0] if out.strip() else f"exit code {rc}"
-        raise PatchError(f"patch does not apply to {directory} ({first}); expected a patch made against "
+        raise PatchError(f"{what} does not apply to {directory} ({first}); expected a patch made against "
                          "this exact workspace")
 
 

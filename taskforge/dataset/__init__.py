@@ -13,13 +13,13 @@ Layout and guarantees: ``manifest.py`` (layout), ``writer.py`` (atomicity, resum
 from taskforge.dataset.funnel import FunnelTotals, RunFunnel, read_funnel, record_run
 from taskforge.dataset.manifest import FileEntry, Manifest, read_manifest
 from taskforge.dataset.reader import Dataset, iter_tasks, load_tasks, task_filter
-from taskforge.dataset.repos import apply_patch, broken_workspace, extract_original, repo_archive_path
+from taskforge.dataset.repos import broken_workspace, extract_original, repo_archive_path
 from taskforge.dataset.schema import ROW_SCHEMA, SCHEMA_VERSION, prompt_messages, row_to_task, task_to_row
 from taskforge.dataset.writer import DatasetWriter, write_tasks
 
 __all__ = [
     "ROW_SCHEMA", "SCHEMA_VERSION", "Dataset", "DatasetWriter", "FileEntry", "FunnelTotals", "Manifest",
-    "RunFunnel", "apply_patch", "broken_workspace", "extract_original", "iter_tasks", "load_tasks",
+    "RunFunnel", "broken_workspace", "extract_original", "iter_tasks", "load_tasks",
     "prompt_messages", "read_funnel", "read_manifest", "record_run", "repo_archive_path", "row_to_task",
     "task_filter", "task_to_row", "write_tasks",
 ]

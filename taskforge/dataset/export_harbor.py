@@ -29,11 +29,12 @@ import tomli_w
 
 import taskforge
 from taskforge.core.errors import DatasetError
+from taskforge.core.patches import apply
 from taskforge.core.task import Task
 from taskforge.dataset import harbor_verifier
 from taskforge.dataset.manifest import sha256_file
 from taskforge.dataset.reader import Dataset
-from taskforge.dataset.repos import apply_patch, tar_directory
+from taskforge.dataset.repos import tar_directory
 from taskforge.dataset.schema import SYSTEM_PROMPT
 
 _NAME = re.compile(r"[^a-z0-9_-]+")
@@ -172,9 +173,9 @@ def export_task(ds: Dataset, task: Task, dest: Path, options: HarborOptions) -> 
         original, broken, solved = tmp / "original", tmp / "broken", tmp / "solved"
         ds.extract_original(task, original)
         shutil.copytree(original, broken, symlinks=True)
-        apply_patch(broken, task.setup_patch, what=f"setup_patch of {task.instance_id}")
+        apply(task.setup_patch, broken, what=f"setup_patch of {task.instance_id}")
         shutil.copytree(broken, solved, symlinks=True)
-        apply_patch(solved, task.patch, what=f"gold patch of {task.instance_id}")
+        apply(task.patch, solved, what=f"gold patch of {task.instance_id}")
         orig_files, broken_files, solved_files = _files(original), _files(broken), _files(solved)
         gold = {p for p, b in solved_files.items() if broken_files.get(p) != b}
         deleted = sorted(set(broken_files) - set(solved_files))

@@ -19,20 +19,15 @@ import gzip
 import io
 import os
 import re
-import signal
-import subprocess
 import tarfile
 from pathlib import Path
 
-from taskforge.core.errors import DatasetError, PatchError
+from taskforge.core.errors import DatasetError
+from taskforge.core.files import BYTECODE_SUFFIXES, SKIP_DIRS
+from taskforge.core.patches import apply
 from taskforge.core.task import Task
 from taskforge.dataset.manifest import REPOS_DIR, FileEntry, commit_file
 
-EXCLUDED_DIRS = frozenset({
-    ".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".nox",
-    ".venv", "venv", ".eggs", ".hypothesis",
-})
-EXCLUDED_SUFFIXES = (".pyc", ".pyo")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -48,10 +43,10 @@ def repo_archive_path(root: Path, task: Task) -> Path:
 def _members(src: Path) -> list[Path]:
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(src):
-        dirnames[:] = sorted(d for d in dirnames if d not in EXCLUDED_DIRS)
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
         base = Path(dirpath)
         out.extend(base / d for d in dirnames)
-        out.extend(base / f for f in sorted(filenames) if not f.endswith(EXCLUDED_SUFFIXES))
+        out.extend(base / f for f in sorted(filenames) if not f.endswith(BYTECODE_SUFFIXES))
     return sorted(out, key=lambda p: p.relative_to(src).as_posix())
 
 
@@ -113,35 +108,8 @@ def extract_original(root: Path, task: Task, dest: Path, entry: FileEntry | None
     return extract_archive(archive, Path(dest))
 
 
-def apply_patch(workdir: Path, patch: str, *, what: str = "patch", reverse: bool = False,
-                timeout_s: float = 120.0) -> None:
-    """Apply a unified diff to ``workdir`` with ``git apply``; ``PatchError`` when it does not apply."""
-    if not patch.strip():
-        return
-    workdir = Path(workdir).resolve()
-    argv = ["git", "apply", "--whitespace=nowarn"] + (["--reverse"] if reverse else []) + ["-"]
-    # Never let git discover an enclosing repository: paths would then be taken relative to it.
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
-    env["GIT_CEILING_DIRECTORIES"] = str(workdir.parent)
-    try:
-        proc = subprocess.Popen(argv, cwd=workdir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env, start_new_session=True)
-    except FileNotFoundError:
-        raise PatchError("git is not installed; install git to rebuild workspaces from a dataset") from None
-    try:
-        _, err = proc.communicate(patch.encode(), timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise PatchError(f"git apply of {what} in {workdir} ran past {timeout_s:.0f}s; the patch is too large "
-                         "or the disk is stuck") from None
-    if proc.returncode != 0:
-        first = next((ln for ln in err.decode(errors="replace").splitlines() if ln.strip()), "no output")
-        raise PatchError(f"{what} does not apply to {workdir}: {first}")
-
-
 def broken_workspace(root: Path, task: Task, dest: Path, entry: FileEntry | None = None) -> Path:
     """The workspace an agent gets: the original tree with ``setup_patch`` applied."""
     extract_original(root, task, dest, entry)
-    apply_patch(dest, task.setup_patch, what=f"setup_patch of {task.instance_id}")
+    apply(task.setup_patch, dest, what=f"setup_patch of {task.instance_id}")
     return dest

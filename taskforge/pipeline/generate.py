@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from generators.candidates import Candidate, interleave, propose
+from generators.registry import STRATEGIES
 from taskforge.core.errors import ConfigError, TaskforgeError
 from taskforge.core.files import write_atomic
 from taskforge.core.outcomes import Rejected, RejectReason
@@ -31,7 +32,6 @@ from taskforge.core.settings import Settings
 from taskforge.pipeline.executors import Executor
 from taskforge.validate.steps import CandidateJob, CandidateResult, validate_candidate
 
-STRATEGIES = ("stub", "delete", "module")
 JOURNAL_DIR = ".journal"
 
 Event = Callable[[str, dict[str, Any]], None]
@@ -39,7 +39,7 @@ Event = Callable[[str, dict[str, Any]], None]
 
 @dataclass(frozen=True, slots=True)
 class GenerateOptions:
-    strategies: tuple[str, ...] = STRATEGIES
+    strategies: tuple[str, ...] = tuple(STRATEGIES)
     max_tasks: int | None = None  # per source; None = every valid candidate
     max_candidates: int | None = None  # per source, after ranking; None = all
     seed: int = 0
@@ -145,7 +145,7 @@ def select_tasks(order: Sequence[Candidate], results: dict[str, CandidateResult]
 def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: GenerateOptions,
                executor: Executor, writer: Any, emit: Event, sandbox: Any = None) -> SourceSummary:
     """Validate the candidates of one profiled source and add its tasks to ``writer``."""
-    from generators.protocol import all_strategies
+    from generators.registry import all_strategies
     from taskforge.dataset.funnel import RunFunnel
     from taskforge.validate.worker import load_profile
 
@@ -228,14 +228,13 @@ def _suite_seconds(prof: Any) -> float:
 def generate(sources: Sequence[str], out: Path, settings: Settings, options: GenerateOptions,
              executor: Executor, emit: Event | None = None, sandbox: Any = None) -> list[SourceSummary]:
     """Run the whole pipeline; one bad source never stops the others (its summary carries the error)."""
-    from generators.protocol import all_strategies
     from taskforge.dataset.writer import DatasetWriter
 
     say: Event = emit or (lambda _e, _d: None)
     out = Path(out)
-    unknown = [s for s in options.strategies if s not in all_strategies()] or ([] if options.strategies else ["(none)"])
+    unknown = [s for s in options.strategies if s not in STRATEGIES] or ([] if options.strategies else ["(none)"])
     if unknown:
-        raise ConfigError(f"unknown strategies {unknown}; expected a comma-separated subset of {list(STRATEGIES)}")
+        raise ConfigError(f"unknown strategies {unknown}; available: {', '.join(STRATEGIES)}")
     summaries: list[SourceSummary] = []
     jobs = [ProfileJob(s, settings.to_dict(), options.rev, sandbox) for s in sources]
     say("profiles", {"total": len(jobs)})

@@ -20,8 +20,6 @@ may appear), so a parser differential between ``unidiff`` and git cannot smuggle
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,6 +28,7 @@ from pathlib import Path, PurePosixPath
 import unidiff
 
 from taskforge.core.errors import PatchError
+from taskforge.core.patches import apply
 
 TEST_DIR_NAMES = frozenset({"tests", "test"})
 SUPPORT_NAMES = frozenset({
@@ -184,23 +183,7 @@ def _section_text(section: unidiff.PatchedFile) -> str:
 
 def apply_vetted(workdir: Path, vetted: VettedPatch, *, timeout_s: float = 60.0) -> None:
     """``git apply`` the allowed part into ``workdir``; ``PatchError`` when it does not apply."""
-    if not vetted.text:
-        return
-    workdir = Path(workdir).resolve()
-    argv = ["git", "apply", "--whitespace=nowarn", "-"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env["GIT_CEILING_DIRECTORIES"] = str(workdir.parent)
-    proc = subprocess.Popen(argv, cwd=workdir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env, start_new_session=True)
-    try:
-        _, err = proc.communicate(vetted.text.encode(), timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise PatchError(f"git apply of the agent patch ran past {timeout_s:.0f}s; refused") from None
-    if proc.returncode != 0:
-        first = next((ln for ln in err.decode(errors="replace").splitlines() if ln.strip()), "no output")
-        raise PatchError(f"agent patch does not apply to the broken workspace: {first}")
+    apply(vetted.text, workdir, what="agent patch", timeout_s=timeout_s)
 
 
 def symlinks_in(root: Path, allowed: Iterable[str] = ()) -> list[str]:

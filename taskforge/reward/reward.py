@@ -31,6 +31,7 @@ import unidiff
 from sandboxes.protocol import RunRequest, Sandbox
 from taskforge.core.environment import PreparedEnv
 from taskforge.core.errors import PatchError, TaskforgeError
+from taskforge.core.patches import apply
 from taskforge.core.settings import Settings
 from taskforge.core.task import Task
 from taskforge.core.testreport import Outcome, ReportFlag, TestReport
@@ -122,11 +123,9 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
 
 def _assemble(task: Task, patch: str, original: Path, workspace: Path) -> RewardResult | tuple[Any, ...]:
     """Build the grading workspace; a ``RewardResult`` (score 0) when grading must stop here."""
-    from taskforge.dataset.repos import apply_patch
-
     shutil.copytree(original, workspace, symlinks=True)
     try:
-        apply_patch(workspace, task.setup_patch, what=f"setup_patch of {task.instance_id}")
+        apply(task.setup_patch, workspace, what=f"setup_patch of {task.instance_id}")
     except PatchError as exc:
         return _result(task, [RewardFlag.GRADER_ERROR], str(exc), {})
     spec = task.env_spec

@@ -23,6 +23,7 @@ from typing import Protocol
 
 from _pytest.config.findpaths import load_config_dict_from_file
 
+from taskforge.core.files import SKIP_DIRS, copy_ignore
 from taskforge.core.pyparse import parse
 from taskforge.core.task import Task
 from taskforge.reward.patch_guard import ProtectedPaths, symlinks_in
@@ -31,7 +32,6 @@ CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup
 # ini keys that could narrow, widen or short-circuit a grading run; the rest of the original config is kept
 _DROPPED_KEYS = frozenset({"addopts", "required_plugins", "testpaths", "cache_dir", "minversion",
                            "junit_family", "junit_suite_name", "log_file", "log_cli", "console_output_style"})
-_SKIP_DIRS = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".tox", ".nox", ".venv"})
 
 
 class OriginalTree(Protocol):
@@ -63,14 +63,14 @@ class DirectoryTrees:
     def materialize(self, task: Task, dest: Path) -> None:
         src = Path(self.source[task.repo]) if isinstance(self.source, Mapping) else Path(self.source)
         shutil.copytree(src, dest, symlinks=True, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns(*_SKIP_DIRS, "*.pyc"))
+                        ignore=copy_ignore)
 
 
 def walk_files(root: Path) -> dict[str, Path]:
     """Workspace-relative path -> path of every file and symlink under ``root`` (caches skipped)."""
     out: dict[str, Path] = {}
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS]
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
         for name in dirnames + filenames:
             full = Path(dirpath, name)
             if name in filenames or full.is_symlink():

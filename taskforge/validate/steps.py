@@ -47,6 +47,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from taskforge.core.files import copy_ignore
 from taskforge.core.outcomes import Accepted, Rejected, RejectReason
 from taskforge.core.settings import Settings
 from taskforge.core.task import Task, ValidationRun
@@ -54,8 +55,6 @@ from taskforge.core.testreport import ReportFlag
 from taskforge.reward.result import ZEROING_FLAGS, RewardFlag, RewardResult
 from taskforge.validate.jobs import MODES, CandidateJob, CandidateResult, changed_lines, hideable
 from taskforge.validate.worker import FixedEnv, load_profile, prepared_env, sandbox_for
-
-_COPY_IGNORE = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache")
 
 
 def validate_candidate(job: CandidateJob) -> CandidateResult:
@@ -167,7 +166,7 @@ class _Validation:
     # -- the checks ------------------------------------------------------------------------------------
     def run(self) -> CandidateResult:
         from generators.hidden_tests import hide_tests
-        from generators.protocol import all_strategies
+        from generators.registry import all_strategies
         from generators.static_index import is_test_file
 
         profile, spec = self.profile, self.profile.spec
@@ -189,7 +188,7 @@ class _Validation:
 
         with tempfile.TemporaryDirectory(prefix="tf-validate-") as tmp:
             ws = Path(tmp, "ws")
-            shutil.copytree(repo, ws, ignore=_COPY_IGNORE, symlinks=True)
+            shutil.copytree(repo, ws, ignore=copy_ignore, symlinks=True)
             _write_files(ws, deletion.files_after)
             t = self.lap("workspace", t)
             covering = self.cand.covering_tests
