@@ -44,12 +44,13 @@ import requests.exceptions
 from docker.types import Mount
 
 from sandboxes.docker_images import MOUNT, RUNNER, VENV, EnvImages, read_file, tar_bytes, tar_directory
+from sandboxes.ledger import read_ledger
 from sandboxes.local import build_request, run_env
 from sandboxes.protocol import CoverageContexts, EnvironmentFiles, RunOutput, RunRequest, Sandbox
 from taskforge.core.environment import EnvSpec, PreparedEnv
 from taskforge.core.errors import SandboxError
 from taskforge.core.settings import Settings
-from taskforge.core.testreport import TestReport
+from taskforge.core.testreport import ReportFlag, TestReport
 
 USER_ID = 65534  # "nobody" in Debian and in python:*-slim
 WORKSPACE = f"{MOUNT}/workspace"
@@ -102,7 +103,7 @@ class DockerSandbox:
             raise SandboxError(f"workspace {workspace} is not a directory")
         container = self._create(env, request)
         try:
-            self._copy_in(container, workspace, self.request_payload(env.spec, request))
+            self._copy_in(container, workspace, self.request_payload(env.spec, request), request.read_only)
             report, coverage = self._execute(container, request)
         finally:
             self._remove(container)
@@ -121,7 +122,8 @@ class DockerSandbox:
     @staticmethod
     def request_payload(spec: EnvSpec, request: RunRequest) -> dict[str, Any]:
         """The runner's request.json, built as the local sandbox builds it (container paths)."""
-        return build_request(spec, Path(WORKSPACE), request, Path(IO_DIR))
+        return {**build_request(spec, Path(WORKSPACE), request, Path(IO_DIR)), "channel_fd": 1,
+                "log_path": f"{IO_DIR}/output.log"}
 
     @staticmethod
     def environment(spec: EnvSpec, request: RunRequest) -> dict[str, str]:
@@ -159,9 +161,11 @@ class DockerSandbox:
         except docker.errors.APIError as exc:
             raise SandboxError(f"cannot create a container from {env.location}: {exc.explanation or exc}") from exc
 
-    def _copy_in(self, container: Any, workspace: Path, payload: Mapping[str, Any]) -> None:
+    def _copy_in(self, container: Any, workspace: Path, payload: Mapping[str, Any],
+                 read_only: tuple[str, ...] = ()) -> None:
         io_tar = tar_bytes({"io/request.json": json.dumps(payload).encode()}, uid=USER_ID, dirs=("io",))
-        container.put_archive(MOUNT, tar_directory(workspace, "workspace", uid=USER_ID, extra_tar=io_tar))
+        container.put_archive(MOUNT, tar_directory(workspace, "workspace", uid=USER_ID, extra_tar=io_tar,
+                                                   read_only=read_only))
 
     def _execute(self, container: Any, request: RunRequest) -> tuple[TestReport, CoverageContexts | None]:
         started = time.monotonic()
@@ -178,19 +182,18 @@ class DockerSandbox:
         state = container.attrs.get("State", {})
         exit_code = int(state.get("ExitCode", -1))
         oom = bool(state.get("OOMKilled"))
-        logs = container.logs(stdout=True, stderr=True, tail=200).decode("utf-8", "replace")[-OUTPUT_TAIL:]
-        report = None if timed_out else _read_report(container)
-        if report is None:
-            why = (f"timed out after {request.timeout_s:.0f}s, killed" if timed_out
-                   else f"runner exited {exit_code} without a report")
+        records = container.logs(stdout=True, stderr=False)  # the channel: the runner's original stdout
+        stderr = container.logs(stdout=False, stderr=True, tail=50).decode("utf-8", "replace")
+        logs = (_read_log(container) + stderr)[-OUTPUT_TAIL:]
+        if timed_out or oom:
+            why = f"timed out after {request.timeout_s:.0f}s, killed" if timed_out else "killed"
             if oom:
-                why += f"; out of memory (limit {self.settings.docker_memory}), killed"
-            report = TestReport.crashed(exit_code=exit_code, duration=duration, timed_out=timed_out,
-                                        output_tail=f"{logs}\n[taskforge: {why}]".lstrip())
-        elif not report.output_tail:
-            report = _replace(report, output_tail=logs)
+                why += f"; out of memory (limit {self.settings.docker_memory})"
+            logs = f"{logs}\n[taskforge: {why}]".lstrip()
+        report = read_ledger(records, exit_code=None if timed_out else exit_code, elapsed=duration,
+                             output_tail=logs, timed_out=timed_out, collect_only=request.collect_only)
         if oom:
-            report = _replace(report, flags=(*report.flags, "oom_killed"))
+            report = _replace(report, flags=(*report.flags, ReportFlag.OOM_KILLED))
         coverage = _read_coverage(container) if request.coverage and not timed_out else None
         return report, coverage
 
@@ -208,11 +211,11 @@ def _kill(container: Any) -> None:
         pass
 
 
-def _read_report(container: Any) -> TestReport | None:
+def _read_log(container: Any) -> str:
     try:
-        return TestReport.from_dict(json.loads(read_file(container, f"{IO_DIR}/report.json")))
-    except (docker.errors.NotFound, FileNotFoundError, ValueError, KeyError, TypeError):
-        return None
+        return read_file(container, f"{IO_DIR}/output.log").decode("utf-8", "replace")[-OUTPUT_TAIL:]
+    except (docker.errors.NotFound, FileNotFoundError, ValueError):
+        return ""
 
 
 def _read_coverage(container: Any) -> CoverageContexts | None:

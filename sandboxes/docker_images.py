@@ -114,10 +114,17 @@ def tar_bytes(files: Mapping[str, bytes], *, uid: int = 0, mode: int = 0o644, di
 
 
 def tar_directory(root: Path, arcname: str, *, uid: int = 0, exclude: Iterable[str] = (),
-                  extra_tar: bytes = b"") -> bytes:
+                  extra_tar: bytes = b"", read_only: Iterable[str] = ()) -> bytes:
     """An in-memory tar of a directory tree (symlinks kept as links), owned by ``uid``, followed by
-    the members of ``extra_tar``."""
+    the members of ``extra_tar``.
+
+    ``read_only`` (paths relative to ``root``): those files and directories, and everything under the
+    directories, belong to root (files 0644, directories 0755), and the top directory becomes root's
+    with the sticky bit (1777): a run as ``uid`` can add files next to them but can neither change,
+    replace, rename nor delete them, nor add files inside a read-only directory.
+    """
     skip = set(exclude)
+    frozen = tuple(f"{arcname}/{p.strip('/')}" for p in read_only)
 
     def owned(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
         if Path(info.name).name in skip:
@@ -125,6 +132,12 @@ def tar_directory(root: Path, arcname: str, *, uid: int = 0, exclude: Iterable[s
         info.uid = info.gid = uid
         info.uname = info.gname = ""
         info.mode |= 0o600 if info.isfile() else (0o700 if info.isdir() else 0)
+        if frozen and info.name == arcname:
+            info.uid = info.gid = 0
+            info.mode = 0o1777
+        elif frozen and any(info.name == f or info.name.startswith(f + "/") for f in frozen):
+            info.uid = info.gid = 0
+            info.mode = 0o755 if info.isdir() else (info.mode & 0o111) | 0o644
         return info
 
     buf = io.BytesIO()

@@ -19,12 +19,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from sandboxes.local import build_request, read_coverage, read_report
+from sandboxes.ledger import read_ledger
+from sandboxes.local import build_request, read_coverage, read_records
 from sandboxes.protocol import EnvironmentFiles, RunOutput, RunRequest
 from sandboxes.warm import WarmServer, run_forked, start_server
 from taskforge.core.environment import EnvSpec, PreparedEnv
 from taskforge.core.process import run_capture
-from taskforge.core.testreport import TestReport
 
 RUNNER = Path(__file__).resolve().parent / "runner" / "pytest_runner.py"
 
@@ -81,24 +81,7 @@ class HostSandbox(_HostEnv):
             ws = Path(workspace).resolve()
             return run_forked(self._server, env.spec, ws, request,
                               lambda scratch: self._env(ws, scratch, env.spec, dict(request.env)))
-        start = time.monotonic()
-        workspace = Path(workspace).resolve()
-        with tempfile.TemporaryDirectory(prefix="tf-host-") as tmp:
-            scratch = Path(tmp)
-            req = build_request(env.spec, workspace, request, scratch)
-            (scratch / "request.json").write_text(json.dumps(req))
-            runner = scratch / "runner" / "pytest_runner.py"
-            runner.parent.mkdir()
-            shutil.copyfile(RUNNER, runner)
-            child_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "PYTHONHASHSEED": "0",
-                         "TZ": "UTC", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
-                         "PYTHONPATH": os.pathsep.join(str(workspace / r) for r in env.spec.src_roots),
-                         **request.env}
-            rc, tail = run_capture([sys.executable, str(runner), str(scratch / "request.json")], request.timeout_s,
-                                   cwd=workspace, env=child_env, tail=6000)
-            report = read_report(Path(req["report_path"]), rc, time.monotonic() - start, tail)
-            coverage = read_coverage(Path(req["coverage_json"])) if request.coverage and rc is not None else None
-        return RunOutput(report, coverage, round(time.monotonic() - start, 3))
+        return _run_plain(env, workspace, request)
 
 
 class SubprocessSandbox(_HostEnv):
@@ -107,26 +90,28 @@ class SubprocessSandbox(_HostEnv):
     name = "subprocess"
 
     def run(self, env: PreparedEnv, workspace: Path, request: RunRequest) -> RunOutput:
-        with tempfile.TemporaryDirectory(prefix="tf-sub-") as scratch:
-            report_path = Path(scratch, "report.json")
-            req = {"args": [*env.spec.pytest_args, *request.tests], "report_path": str(report_path)}
-            req_path = Path(scratch, "request.json")
-            req_path.write_text(json.dumps(req))
-            envvars = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONHASHSEED": "0", "TZ": "UTC",
-                       "HOME": scratch, "PYTHONDONTWRITEBYTECODE": "1", "LC_ALL": "C.UTF-8",
-                       "PYTHONPATH": os.pathsep.join(str(workspace / r) for r in env.spec.src_roots),
-                       **request.env}
-            start = time.monotonic()
-            runner = Path(scratch, "pytest_runner.py")  # copied, as sandboxes do: no package dir on sys.path
-            shutil.copyfile(RUNNER, runner)
-            rc, out = run_capture([sys.executable, str(runner), str(req_path)], request.timeout_s,
-                                  cwd=workspace, env=envvars, tail=4000)
-            took = time.monotonic() - start
-            if rc is None:
-                return RunOutput(TestReport.crashed(exit_code=-9, duration=took, output_tail=out, timed_out=True),
-                                 seconds=took)
-            try:
-                report = TestReport.from_dict(json.loads(report_path.read_text()))
-            except (OSError, ValueError, KeyError, TypeError):
-                report = TestReport.crashed(exit_code=rc, duration=took, output_tail=out)
-            return RunOutput(report, seconds=took)
+        return _run_plain(env, workspace, request)
+
+
+def _run_plain(env: PreparedEnv, workspace: Path, request: RunRequest) -> RunOutput:
+    """One run in a fresh interpreter: the runner copied alone into a folder (its folder joins sys.path)."""
+    start = time.monotonic()
+    workspace = Path(workspace).resolve()
+    with tempfile.TemporaryDirectory(prefix="tf-host-") as tmp:
+        scratch = Path(tmp)
+        req = build_request(env.spec, workspace, request, scratch)
+        (scratch / "request.json").write_text(json.dumps(req))
+        runner = scratch / "runner" / "pytest_runner.py"
+        runner.parent.mkdir()
+        shutil.copyfile(RUNNER, runner)
+        child_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "PYTHONHASHSEED": "0",
+                     "TZ": "UTC", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+                     "PYTHONPATH": os.pathsep.join(str(workspace / r) for r in env.spec.src_roots),
+                     **request.env}
+        rc, tail = run_capture([sys.executable, str(runner), str(scratch / "request.json")], request.timeout_s,
+                               cwd=workspace, env=child_env, tail=6000)
+        report = read_ledger(read_records(Path(req["channel_path"])), exit_code=rc,
+                             elapsed=time.monotonic() - start, output_tail=tail, timed_out=rc is None,
+                             collect_only=request.collect_only)
+        coverage = read_coverage(Path(req["coverage_json"])) if request.coverage and rc is not None else None
+    return RunOutput(report, coverage, round(time.monotonic() - start, 3))

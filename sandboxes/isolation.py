@@ -23,8 +23,9 @@ Each claim below names the test in ``tests/test_isolation.py`` that attacks it:
   where this host allows one, else ``RLIMIT_AS``/``RLIMIT_NPROC`` under an unprivileged host uid
   (``RLIMIT_NPROC`` is not enforced for uid 0) (``test_memory_hog_is_stopped``,
   ``test_fork_bomb_is_contained``). Files are capped at ``Limits.fsize_mb`` (``RLIMIT_FSIZE``).
-- Wall clock: ``run_isolated`` kills on timeout; killing bwrap tears down the PID namespace, so nothing
-  survives the run, not even a ``setsid`` double-forked child (``test_infinite_loop_is_killed``,
+- Wall clock: ``run_isolated`` kills on timeout. Nothing survives a run, not even a ``setsid``
+  double-forked child: bwrap's init dies with bwrap (``--die-with-parent``), the kernel kills a PID
+  namespace with its init, and a run's cgroup is swept (``test_infinite_loop_is_killed``,
   ``test_setsid_grandchild_dies_with_the_run``).
 - File descriptors handed over with ``pass_fds`` reach the command (bwrap keeps inherited fds); no others
   do (``test_pass_fds_reach_the_command``).
@@ -32,6 +33,13 @@ Each claim below names the test in ``tests/test_isolation.py`` that attacks it:
 Not claimed: no seccomp filter, so the kernel's whole syscall surface is reachable (a kernel exploit
 escapes); CPU time is not shared fairly; with the rlimit fallback ``RLIMIT_NPROC`` counts every
 process of ``UNPRIVILEGED_UID`` on the host, so concurrent runs share one budget.
+
+The caller's part: bind a venv with ``python_mounts(venv)`` (its base interpreter may live under
+``/root``, e.g. pyenv); bind the workspace ``rw`` and its tests and conftest files ``protected``. Every bind
+must be usable by ``IsolationSupport.host_uid``: root under cgroups (nothing to do), ``UNPRIVILEGED_UID``
+under rlimits (chown or ``chmod a+rwX`` the rw binds; no bind source below a directory it cannot
+traverse, such as ``/root`` or ``/tmp/pytest-of-root``). Read results from a ``pass_fds`` pipe, not from
+files in a rw bind (the command can plant symlinks there).
 """
 
 from __future__ import annotations
@@ -134,13 +142,10 @@ def python_mounts(venv: str | os.PathLike[str]) -> tuple[str, ...]:
     venv = os.path.abspath(venv)
     cfg = Path(venv, "pyvenv.cfg")
     lines = cfg.read_text().splitlines() if cfg.is_file() else []
-    homes = [ln.split("=", 1)[1].strip() for ln in lines if ln.split("=", 1)[0].strip() == "home"]
-    prefixes = {os.path.dirname(os.path.realpath(h)) for h in homes}
-    real = os.path.realpath(os.path.join(venv, "bin", "python"))
-    if os.path.exists(real):
-        prefixes.add(os.path.dirname(os.path.dirname(real)))
-    extra = sorted(p for p in prefixes if os.path.commonpath([p, "/usr"]) != "/usr")
-    return (venv, *extra)
+    bins = {os.path.realpath(v.strip()) for k, _, v in (ln.partition("=") for ln in lines) if k.strip() == "home"}
+    bins.add(os.path.dirname(os.path.realpath(os.path.join(venv, "bin", "python"))))  # bin/python's target
+    prefixes = {os.path.dirname(b) for b in bins} - {venv, "/"}
+    return (venv, *sorted(p for p in prefixes if os.path.commonpath([p, "/usr"]) != "/usr"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,10 +194,10 @@ def _make_cgroups(parents: tuple[str, str], limits: Limits) -> tuple[str, str]:
     try:
         os.mkdir(memory)
         os.mkdir(pids)
-        _write(memory, "memory.limit_in_bytes", limits.memory_mb << 20)
+        Path(memory, "memory.limit_in_bytes").write_text(str(limits.memory_mb << 20))
         with contextlib.suppress(OSError):  # absent or refused without swap accounting
-            _write(memory, "memory.memsw.limit_in_bytes", limits.memory_mb << 20)
-        _write(pids, "pids.max", limits.pids + _OVERHEAD_PIDS)
+            Path(memory, "memory.memsw.limit_in_bytes").write_text(str(limits.memory_mb << 20))
+        Path(pids, "pids.max").write_text(str(limits.pids + _OVERHEAD_PIDS))
     except OSError as exc:
         for path in (memory, pids):
             with contextlib.suppress(OSError):
@@ -255,22 +260,24 @@ def probe() -> IsolationSupport:
     if missing:
         return IsolationSupport(reason=f"{', '.join(missing)} not found on PATH; install bubblewrap and "
                                        "util-linux (apt-get install bubblewrap util-linux)")
-    base = IsolationSupport(**tools)
+    base = IsolationSupport(bwrap=tools["bwrap"], prlimit=tools["prlimit"], setpriv=tools["setpriv"])
     ok, why = _bwrap_works(base.bwrap)
     if not ok:
         return replace(base, reason=f"bubblewrap does not work here: {why}")
-    parents, cg_why = _cgroup_v1_parents()
+    parents, why = _cgroup_v1_parents()
+    candidates = [replace(base, limiter="rlimit")]
     if parents:
-        cgroup = replace(base, limiter="cgroup", cgroup_parents=parents)
-        ok, cg_why = _limits_work(cgroup)
-        if ok:
-            return cgroup
-    rlimit = replace(base, limiter="rlimit")
-    ok, rl_why = _limits_work(rlimit)
-    if ok:
-        return rlimit
-    return replace(base, reason=f"no way to limit memory and processes: cgroups: {cg_why}; "
-                                f"rlimits as uid {UNPRIVILEGED_UID}: {rl_why}")
+        candidates.insert(0, replace(base, limiter="cgroup", cgroup_parents=parents))
+    failures = [] if parents else [f"cgroups: {why}"]
+    for candidate in candidates:  # the real code path, limits included
+        try:
+            rc, out = run_isolated(["true"], 20, limits=Limits(memory_mb=256, pids=16), support=candidate)
+        except IsolationUnavailable as exc:
+            rc, out = -1, str(exc)
+        if rc == 0:
+            return candidate
+        failures.append(f"{candidate.limiter} (as host uid {candidate.host_uid}): exit {rc}: {out.strip()[-300:]}")
+    return replace(base, reason="no way to limit memory and processes here: " + "; ".join(failures))
 
 
 def _jail(bwrap: str, argv: Sequence[str], mounts: Mounts, limits: Limits,
@@ -298,34 +305,19 @@ def _bwrap_works(bwrap: str) -> tuple[bool, str]:
     return False, why
 
 
-def _limits_work(support: IsolationSupport) -> tuple[bool, str]:
-    """Run ``true`` fully confined (limits included) under ``support``; (worked, why not)."""
-    try:
-        rc, out = run_isolated(["true"], 20, limits=Limits(memory_mb=256, pids=16), support=support)
-    except (IsolationUnavailable, OSError) as exc:
-        return False, str(exc)
-    return rc == 0, "" if rc == 0 else f"exit {rc}: {out.strip()[-300:]}"
-
-
 def _cgroup_v1_parents() -> tuple[tuple[str, str] | None, str]:
     """(memory dir, pids dir) of this process's own v1 cgroups, if both controllers are mounted writable."""
     mounts: dict[str, str] = {}
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        left, _, right = line.partition(" - ")
+    for left, _, right in (ln.partition(" - ") for ln in Path("/proc/self/mountinfo").read_text().splitlines()):
         fstype, _source, options = (right.split() + ["", "", ""])[:3]
-        for controller in ("memory", "pids"):
-            if fstype == "cgroup" and controller in options.split(","):
-                mounts[controller] = left.split()[4]
-    own = {}
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        _id, controllers, path = line.split(":", 2)
-        for controller in controllers.split(","):
-            own[controller] = path
+        mounts.update({c: left.split()[4] for c in options.split(",") if fstype == "cgroup"})
+    own = {c: path for _id, cs, path in (ln.split(":", 2) for ln in Path("/proc/self/cgroup").read_text().splitlines())
+           for c in cs.split(",")}
     dirs = []
     for controller in ("memory", "pids"):
         if controller not in mounts:
             return None, f"no cgroup v1 {controller} controller mounted (cgroup v2 is not supported)"
-        nested = os.path.join(mounts[controller], own.get(controller, "/").lstrip("/"))
+        nested = os.path.normpath(os.path.join(mounts[controller], own.get(controller, "/").lstrip("/")))
         dirs.append(nested if os.path.isdir(nested) else mounts[controller])
         if not os.access(dirs[-1], os.W_OK):
             return None, f"{dirs[-1]} is not writable"
@@ -354,6 +346,3 @@ def _user_mounts(mounts: Mounts, limits: Limits) -> list[str]:
         out += ["--size", str(limits.tmpfs_mb << 20), op, path] if op == "--tmpfs" else [op, path, path]
     return out
 
-
-def _write(directory: str, name: str, value: int) -> None:
-    Path(directory, name).write_text(str(value))

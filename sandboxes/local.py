@@ -1,27 +1,25 @@
-"""The ``local`` sandbox: a virtualenv per environment and one subprocess per test run.
+"""The ``local`` sandbox: a virtualenv per environment and one confined subprocess per test run.
 
-The embedded default: no daemon, nothing to install beyond a Python interpreter.
+The embedded default: no daemon. Two modes, named by ``Settings.sandbox``:
 
-Threat model, stated honestly: this backend is for *trusted* code (real open-source projects and their
-own tests, or a policy's patch you are willing to run on this machine). What it does guarantee:
+``local`` (default): every run is confined by ``sandboxes.isolation`` (bubblewrap): new PID, network,
+IPC and user namespaces, no capabilities, a read-only minimal system, only the venv (read-only), the
+workspace (read-write, its tests and test configuration read-only: ``RunRequest.read_only``) and the
+run's scratch directory bound; memory and process caps (``Settings.local_memory_mb``/``local_pids``);
+the whole process tree is dead before the result is read. Threat model and the test of each claim:
+``sandboxes/isolation.py``, ``tests/test_isolation.py``. Where bubblewrap cannot work, ``prepare``
+raises ``SandboxError`` saying why and what to do.
 
-- Bounded time: every run has a wall-clock limit; the runner is started in its own process group and the
-  whole group is killed (SIGKILL) on timeout and after it exits, so a hung test or a forked child does not
-  outlive the run.
-- Scrubbed environment: the child sees only PATH (venv first), a scratch ``HOME`` and ``TMPDIR``
-  (deleted afterwards), ``PYTHONHASHSEED=0``, ``TZ=UTC``, ``LC_ALL=C.UTF-8``,
-  ``PYTHONDONTWRITEBYTECODE=1``, ``PYTHONPATH`` (the spec's source roots inside the workspace) and the
-  request's extra variables. No proxy variables, no tokens, nothing else of the parent's environment.
-- No network where the platform allows: the runner is started under ``unshare -rn`` (new user and network
-  namespaces: only a down loopback) when that works on this host; otherwise network access is NOT
-  restricted, and ``LocalSandbox.network_isolated`` says so.
-- No copy of the project's code in the environment: after installing the project (for its dependencies
-  and metadata), its own files are deleted from site-packages (only its ``.dist-info`` is kept, with
-  ``RECORD`` rewritten), so tests import the code from the workspace and nowhere else.
+``local-unsafe``: for *trusted* code only (a project's own tests): no filesystem, memory or PID
+isolation; the network is cut with ``unshare -rn`` where that works; the process group is killed.
 
-What it does NOT do: no filesystem isolation (a test can read or write anything this user can), no memory
-or process-count limits, no protection against code that deliberately escapes (use the ``docker``
-sandbox for untrusted patches).
+In both modes the child sees only PATH (venv first), a scratch ``HOME`` and ``TMPDIR``,
+``PYTHONHASHSEED=0``, ``TZ=UTC``, ``LC_ALL=C.UTF-8``, ``PYTHONDONTWRITEBYTECODE=1``, ``PYTHONPATH``
+(the source roots; the runner moves them after site-packages) and the request's extra variables; its
+outcomes come back as records on its stdout (``sandboxes/ledger.py``), never from a file it could rewrite;
+and the environment holds no copy of the project: after installing it (for its dependencies and
+metadata), its own files are deleted from site-packages (only its ``.dist-info`` stays, ``RECORD``
+rewritten), so tests import the code from the workspace and nowhere else.
 """
 
 from __future__ import annotations
@@ -42,12 +40,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from sandboxes import isolation
+from sandboxes.ledger import read_ledger
 from sandboxes.protocol import CoverageContexts, EnvironmentFiles, RunOutput, RunRequest, Sandbox
 from taskforge.core.environment import EnvSpec, PreparedEnv, normalise_name
-from taskforge.core.errors import EnvironmentBuildError
-from taskforge.core.process import run_capture
+from taskforge.core.errors import EnvironmentBuildError, SandboxError
+from taskforge.core.process import run_capture, run_channel
 from taskforge.core.settings import Settings
-from taskforge.core.testreport import TestReport
 
 RUNNER = Path(__file__).parent / "runner" / "pytest_runner.py"
 READY_MARKER = ".taskforge-ready.json"
@@ -60,14 +59,26 @@ class LocalSandbox:
 
     name = "local"
 
-    def __init__(self, settings: Settings | None = None, *, isolate_network: bool = True) -> None:
+    def __init__(self, settings: Settings | None = None, *, isolate_network: bool = True,
+                 confined: bool = True) -> None:
         self.settings = settings or Settings.load()
         self.envs_dir = Path(self.settings.work_dir) / "envs"
         self._isolate_network = isolate_network
         self._netns: bool | None = None
+        self.confined = confined
+        self.name = "local" if confined else "local-unsafe"
+
+    def _support(self) -> isolation.IsolationSupport:
+        support = isolation.probe()
+        if not support.usable:
+            raise SandboxError(f"the local sandbox cannot confine test runs here: {support.reason}; "
+                               "or use --sandbox docker, or --sandbox local-unsafe for trusted code only")
+        return support
 
     # --- environment ---------------------------------------------------------------------------
     def prepare(self, spec: EnvSpec, repo_dir: Path) -> PreparedEnv:
+        if self.confined:
+            self._support()
         venv = self.envs_dir / spec.key
         self.envs_dir.mkdir(parents=True, exist_ok=True)
         with _file_lock(self.envs_dir / f"{spec.key}.lock"):
@@ -171,19 +182,37 @@ class LocalSandbox:
         try:
             (scratch / "home").mkdir()
             (scratch / "tmp").mkdir()
-            req = build_request(env.spec, workspace, request, scratch)
+            req = {**build_request(env.spec, workspace, request, scratch), "channel_fd": 1,
+                   "log_path": str(scratch / "output.log")}
             (scratch / "request.json").write_text(json.dumps(req))
             argv = [str(venv / "bin" / "python"), str(runner), str(scratch / "request.json")]
-            if self.network_isolated:
-                argv = ["unshare", "-rn", *argv]
             child_env = run_env(env.spec, workspace, venv, scratch, request.env)
-            rc, tail = run_capture(argv, request.timeout_s, cwd=workspace, env=child_env, tail=_LOG_TAIL)
-            elapsed = time.monotonic() - start
-            report = read_report(Path(req["report_path"]), rc, elapsed, tail)
+            if self.confined:
+                rc, records, err = self._run_confined(argv, request, workspace, venv, scratch, child_env)
+            else:
+                if self.network_isolated:
+                    argv = ["unshare", "-rn", *argv]
+                rc, records, err = run_channel(argv, request.timeout_s, cwd=workspace, env=child_env)
+            tail = (read_tail(scratch / "output.log", _LOG_TAIL) + err)[-_LOG_TAIL:]
+            report = read_ledger(records, exit_code=rc, elapsed=time.monotonic() - start, output_tail=tail,
+                                 timed_out=rc is None, collect_only=request.collect_only)
             coverage = read_coverage(Path(req["coverage_json"])) if request.coverage and rc is not None else None
             return RunOutput(report=report, coverage=coverage, seconds=round(time.monotonic() - start, 3))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+
+    def _run_confined(self, argv: list[str], request: RunRequest, workspace: Path, venv: Path, scratch: Path,
+                      child_env: Mapping[str, str]) -> tuple[int | None, bytes, str]:
+        support = self._support()
+        protected = [workspace / p for p in request.read_only if (workspace / p).exists()]
+        mounts = isolation.Mounts.of(ro=isolation.python_mounts(venv), rw=[workspace, scratch],
+                                     protected=[p for p in protected if not p.is_symlink()])
+        limits = isolation.Limits(memory_mb=self.settings.local_memory_mb, pids=self.settings.local_pids)
+        with isolation.confine(limits, support) as scope:
+            full = isolation.isolated_argv(argv, mounts=mounts, limits=limits, scope=scope, cwd=workspace,
+                                           env=child_env)
+            return run_channel(full, request.timeout_s, env={"PATH": "/usr/bin:/bin"},
+                               kill=lambda: scope.kill_all())
 
 
 # --- pieces shared with other backends (the docker sandbox builds the same request) -----------------
@@ -192,12 +221,15 @@ def build_request(spec: EnvSpec, workspace: Path, request: RunRequest, scratch: 
     """The runner's request.json for ``request`` (paths as seen by the runner)."""
     return {
         "args": [*spec.pytest_args, *(request.tests or full_suite_paths(spec))],
-        "report_path": str(scratch / "report.json"),
+        "channel_path": str(scratch / "records.jsonl"),
+        "src_roots": [str((workspace / r).resolve()) for r in spec.src_roots],
         "coverage": request.coverage,
         "coverage_source": [str(workspace / d) for d in spec.package_dirs] or [str(workspace)],
         "coverage_json": str(scratch / "coverage.json"),
         "collect_only": request.collect_only,
         "tracebacks": request.tracebacks,
+        "grading": request.grading,
+        **({"shadow_allowed": list(request.shadow_allowed)} if request.shadow_allowed is not None else {}),
     }
 
 
@@ -225,16 +257,26 @@ def run_env(spec: EnvSpec, workspace: Path, venv: Path, scratch: Path,
     return env
 
 
-def read_report(path: Path, rc: int | None, elapsed: float, tail: str) -> TestReport:
-    """The runner's report, or a crashed report when it is missing, malformed or the run timed out."""
-    if rc is None:
-        return TestReport.crashed(exit_code=-9, duration=elapsed, output_tail=tail, timed_out=True)
+def read_tail(path: Path, size: int) -> str:
+    """The last ``size`` bytes of a log file (no symlink followed: the run could have planted one)."""
     try:
-        report = TestReport.from_dict(json.loads(path.read_text()))
-    except (OSError, ValueError, KeyError, TypeError):
-        return TestReport.crashed(exit_code=rc, duration=elapsed, output_tail=tail)
-    return TestReport(report.results, report.exit_code, report.duration, False, report.collection_errors,
-                      tail, report.flags)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, fh.tell() - size))
+        return fh.read().decode("utf-8", "replace")
+
+
+def read_records(path: Path) -> bytes:
+    """The records a run appended to its channel file (``channel_path``)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return b""
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
 
 
 def read_coverage(path: Path) -> CoverageContexts | None:

@@ -28,6 +28,10 @@ class RunRequest:
     coverage: bool = False  # collect per-test line coverage (coverage.py dynamic contexts)
     collect_only: bool = False
     env: Mapping[str, str] = field(default_factory=dict)  # extra environment variables
+    read_only: tuple[str, ...] = ()  # workspace-relative files/dirs the run must not change (tests, configs)
+    shadow_allowed: tuple[str, ...] | None = None  # grading: the top-level names the workspace may define
+    #                                                (``None``: no shadowing check)
+    grading: bool = False  # the run grades untrusted code (the runner hides PYTEST_CURRENT_TEST)
     tracebacks: bool = True  # False: ``--tb=no`` (callers that read outcomes only; 100 tracebacks cost more
     #                          than the tests)
 

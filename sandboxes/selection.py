@@ -1,4 +1,4 @@
-"""Pick the sandbox backend named by ``Settings.sandbox``: ``local`` | ``docker`` | ``auto``.
+"""Pick the sandbox backend named by ``Settings.sandbox``: ``local`` | ``docker`` | ``auto`` | ``local-unsafe``.
 
 ``auto`` uses Docker when a daemon answers a ping, else the local backend. The Docker backend is
 imported lazily, so the local one works on machines without the docker SDK or a daemon.
@@ -10,7 +10,7 @@ from sandboxes.protocol import Sandbox
 from taskforge.core.errors import ConfigError, SandboxError
 from taskforge.core.settings import Settings
 
-BACKENDS = ("local", "docker", "auto")
+BACKENDS = ("local", "docker", "auto", "local-unsafe")
 
 
 def docker_available() -> bool:
@@ -33,10 +33,10 @@ def make_sandbox(settings: Settings) -> Sandbox:
         raise ConfigError(f"unknown sandbox {name!r}; expected one of {', '.join(BACKENDS)}")
     if name == "auto":
         name = "docker" if docker_available() else "local"
-    if name == "local":
+    if name in ("local", "local-unsafe"):
         from sandboxes.local import LocalSandbox
 
-        return LocalSandbox(settings)
+        return LocalSandbox(settings, confined=name == "local")
     try:
         from sandboxes.docker import DockerSandbox
     except ImportError as exc:

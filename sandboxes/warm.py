@@ -30,7 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sandboxes.local import LocalSandbox, build_request, install_runner, read_report, run_env
+from sandboxes.ledger import read_ledger
+from sandboxes.local import LocalSandbox, build_request, install_runner, read_records, read_tail, run_env
 from sandboxes.protocol import EnvironmentFiles, RunOutput, RunRequest
 from taskforge.core.environment import EnvSpec, PreparedEnv
 
@@ -107,6 +108,7 @@ class WarmLocalSandbox:
 
     def __init__(self, base: LocalSandbox) -> None:
         self.base = base
+        self.name = base.name
         self._servers: dict[str, WarmServer] = {}
         self._lock = threading.Lock()
 
@@ -145,7 +147,7 @@ class WarmLocalSandbox:
             return server
 
     def run(self, env: PreparedEnv, workspace: Path, request: RunRequest) -> RunOutput:
-        if request.coverage or env.backend != self.name:
+        if request.coverage or request.grading or env.backend != self.name:  # gradings: always confined
             return self.base.run(env, workspace, request)
         workspace = Path(workspace).resolve()
         try:
@@ -186,17 +188,9 @@ def run_forked(server: WarmServer, spec: EnvSpec, workspace: Path, request: RunR
         with server.lock:
             rc = server.run({"request": str(scratch / "request.json"), "cwd": str(workspace),
                              "env": child_env(scratch), "log": str(log)}, request.timeout_s)
-        report = read_report(Path(req["report_path"]), rc, time.monotonic() - start, _tail(log, 6000))
+        report = read_ledger(read_records(Path(req["channel_path"])), exit_code=rc,
+                             elapsed=time.monotonic() - start, output_tail=read_tail(log, 6000),
+                             timed_out=rc is None, collect_only=request.collect_only)
         return RunOutput(report=report, coverage=None, seconds=round(time.monotonic() - start, 3))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _tail(path: Path, size: int) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - size))
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""

@@ -74,7 +74,7 @@ def test_setup_error(broken_fixture):
 FLAKY_TEST = '''\
 from pathlib import Path
 
-COUNTER = Path({counter!r})
+COUNTER = Path(__file__).resolve().parent / ".flaky.count"  # in the workspace: a confined run writes only there
 
 
 def test_flaky():
@@ -117,7 +117,7 @@ def write(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def make_toy_project(root: Path, *, flaky_counter: Path | None = None, sandbox_probes: bool = False,
+def make_toy_project(root: Path, *, flaky: bool = False, sandbox_probes: bool = False,
                      real_home: str = "", installable: bool = False, src_layout: bool = False,
                      failing: bool = True) -> Path:
     """Write the toy project under ``root`` and return ``root``."""
@@ -125,8 +125,8 @@ def make_toy_project(root: Path, *, flaky_counter: Path | None = None, sandbox_p
     files = {f"{pkg}/__init__.py": TOY_MODULE}
     tests = TOY_TESTS if failing else TOY_TESTS.split("def test_fails")[0]
     files["tests/test_toy.py"] = tests
-    if flaky_counter is not None:
-        files["tests/test_flaky.py"] = FLAKY_TEST.format(counter=str(flaky_counter))
+    if flaky:
+        files["tests/test_flaky.py"] = FLAKY_TEST
     if sandbox_probes:
         files["tests/test_probes.py"] = PROBE_TESTS.format(real_home=real_home)
     if installable:

@@ -42,9 +42,10 @@ def test_dockerfile_keeps_the_ca_bundle_in_the_build_stage():
 def test_request_and_environment_match_the_local_backend():
     req = RunRequest(tests=("tests/test_a.py::t",), coverage=True, env={"X": "1"})
     payload = DockerSandbox.request_payload(SPEC, req)
-    assert payload == local.build_request(SPEC, Path(WORKSPACE), req, Path(IO_DIR))
+    assert payload == {**local.build_request(SPEC, Path(WORKSPACE), req, Path(IO_DIR)),
+                       "channel_fd": 1, "log_path": f"{IO_DIR}/output.log"}  # records on the container's stdout
     assert payload["args"] == ["-p", "no:warnings", "tests/test_a.py::t"]
-    assert payload["report_path"] == f"{IO_DIR}/report.json"
+    assert payload["channel_path"] == f"{IO_DIR}/records.jsonl" and payload["src_roots"] == [f"{WORKSPACE}/src"]
     env = DockerSandbox.environment(SPEC, req)
     assert env["PYTHONPATH"] == f"{WORKSPACE}/src" and env["HOME"] == "/tmp" and env["X"] == "1"
     assert env["PYTHONHASHSEED"] == "0" and "HTTP_PROXY" not in env

@@ -288,7 +288,7 @@ def test_image_layers_through_docker_sdk(task: LeakTask, tmp_path: Path) -> None
         result = audit_task_workspace(task.workspace, task.deleted, image=leaky, docker_client=client,
                                       allowed_text=[task.problem])
         _assert_found(result, "image", f"{site}/inflection/__init__.py")
-        assert not any(f"{site}/other/__init__.py" in h.where for h in result.hits)
+        assert not any(f"{site}/other/__init__.py" in h.path for h in result.hits)
         assert audit_task_workspace(task.workspace, task.deleted, image=clean, docker_client=client,
                                     allowed_text=[task.problem]).passed
     finally:

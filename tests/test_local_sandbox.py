@@ -34,11 +34,11 @@ def shared_work_dir(factory: pytest.TempPathFactory) -> Path:
 def toy(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("toy")
     make_toy_project(root, sandbox_probes=True, real_home=os.path.expanduser("~"))
-    hang = (
+    hang = (  # a child that beats on a file in the workspace (the only place a confined run may write)
         "import os, subprocess, sys, time\n\n"
+        "BEAT = 'import os, sys, time\\nwhile True:\\n    open(sys.argv[1], \"a\").write(\".\")\\n    time.sleep(0.05)\\n'\n\n"
         "def test_hang():\n"
-        "    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
-        "    open(os.environ['PID_FILE'], 'w').write(str(child.pid))\n"
+        "    subprocess.Popen([sys.executable, '-c', BEAT, os.environ['BEAT_FILE']], start_new_session=True)\n"
         "    time.sleep(600)\n"
     )
     write(root, {"slow/test_hang.py": hang,
@@ -96,15 +96,17 @@ def test_no_network_when_platform_allows(toy) -> None:
 
 def test_hung_test_is_killed_with_its_children(toy, tmp_path: Path) -> None:
     sandbox, env, root = toy
-    pid_file = tmp_path / "child.pid"
+    beat = root / "slow" / "beat.txt"
     start = time.monotonic()
     out = sandbox.run(env, root, RunRequest(tests=("slow/test_hang.py",), timeout_s=4,
-                                            env={"PID_FILE": str(pid_file)}))
+                                            env={"BEAT_FILE": str(beat)}))
     assert time.monotonic() - start < 30
     assert out.report.timed_out and out.report.results == ()
-    child = int(pid_file.read_text())
-    time.sleep(0.2)
-    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+    assert beat.stat().st_size > 0  # the child ran ...
+    size = beat.stat().st_size
+    time.sleep(0.5)
+    assert beat.stat().st_size == size  # ... and died with the run (a new session did not save it)
+    beat.unlink()
 
 
 def test_runner_killed_mid_run_gives_crashed_report(toy) -> None:

@@ -28,7 +28,7 @@ def mine_app() -> typer.Typer:
 @pytest.fixture(scope="module")
 def toy_source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     base = tmp_path_factory.mktemp("cli")
-    src = make_toy_project(base / "toyproj", flaky_counter=base / "flaky.count")
+    src = make_toy_project(base / "toyproj", flaky=True)
     return src, shared_work_dir(tmp_path_factory)
 
 

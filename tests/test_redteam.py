@@ -187,14 +187,12 @@ _tf_p.Function.runtest = lambda self: None
 FORGE_RUNNER_RESULTS = '''
 import sys as _tf_sys
 _tf_main = _tf_sys.modules["__main__"]
-_tf_write = _tf_main._write_json
-def _tf_forged(path, obj):
-    if isinstance(obj, dict) and "results" in obj:
-        for r in obj["results"]:
-            r["outcome"] = "passed"
-        obj["collection_errors"] = []
-    _tf_write(path, obj)
-_tf_main._write_json = _tf_forged
+_tf_send = _tf_main.send
+def _tf_forged(record):
+    if record.get("k") == "phase":
+        record = {**record, "outcome": "passed", "xfail": False}
+    _tf_send(record)
+_tf_main.send = _tf_forged
 '''
 
 
@@ -241,7 +239,7 @@ FAKE_REPORT = '''
 import json as _tf_json, os as _tf_os, sys as _tf_sys
 _tf_req = _tf_json.load(open(_tf_sys.argv[1]))
 _tf_ids = [a for a in _tf_req["args"] if "::" in a]
-with open(_tf_req["report_path"], "w") as _tf_fh:
+with open(_tf_req.get("report_path") or _tf_req.get("log_path") or "report.json", "w") as _tf_fh:
     _tf_json.dump({"results": [{"nodeid": n, "outcome": "passed", "duration": 0.01} for n in _tf_ids],
                    "exit_code": 0, "duration": 0.1, "timed_out": False, "collection_errors": [],
                    "output_tail": "", "flags": []}, _tf_fh)
@@ -250,7 +248,8 @@ _tf_os._exit(0)
 
 
 def test_fake_report_file(target: Target, tmp_path: Path) -> None:
-    _zero(hack(target, tmp_path, append={target.impl: FAKE_REPORT}), RewardFlag.TAMPERING, RewardFlag.CANARY_FAILED)
+    # the report file is no authority any more (records stream to the parent); exiting early leaves no end
+    _zero(hack(target, tmp_path, append={target.impl: FAKE_REPORT}), RewardFlag.TAMPERING, RewardFlag.NO_REPORT)
 
 
 def test_infinite_loop_at_import(target: Target, tmp_path: Path) -> None:

@@ -7,15 +7,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sandboxes.ledger import read_ledger
+
 RUNNER = Path(__file__).resolve().parents[1] / "sandboxes" / "runner" / "pytest_runner.py"
 
 
 def _run(workspace: Path, scratch: Path) -> dict:
-    request = {"args": ["tests"], "report_path": str(scratch / "report.json")}
+    request = {"args": ["tests"], "channel_path": str(scratch / "records.jsonl")}
     (scratch / "request.json").write_text(json.dumps(request))
-    subprocess.run([sys.executable, str(RUNNER), str(scratch / "request.json")], cwd=workspace,
-                   capture_output=True, text=True, timeout=120, check=False)
-    return json.loads((scratch / "report.json").read_text())
+    done = subprocess.run([sys.executable, str(RUNNER), str(scratch / "request.json")], cwd=workspace,
+                          capture_output=True, timeout=120, check=False)
+    return read_ledger((scratch / "records.jsonl").read_bytes(), exit_code=done.returncode, elapsed=0.0).to_dict()
 
 
 def test_enclosing_project_config_and_conftest_are_ignored(tmp_path: Path) -> None:

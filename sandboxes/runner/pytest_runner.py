@@ -1,22 +1,44 @@
-"""In-sandbox test runner: run pytest, write a per-test JSON report (and per-test line coverage).
+"""In-sandbox test runner: run pytest, stream one record per test phase to the parent, write coverage.
 
 Standalone on purpose: stdlib + pytest (+ coverage.py when coverage is asked for). It never imports
 taskforge, because it is copied into sandboxes (virtualenvs, containers) where taskforge is absent.
 
     python pytest_runner.py REQUEST.json
 
+**The parent is the authority on outcomes** (``sandboxes/ledger.py`` reads the records). Before pytest or
+any code of the workspace is imported, the runner takes its channel: ``channel_fd`` (an inherited fd; when
+it is 1 or 2, the runner keeps a private duplicate and points fds 1 and 2 at ``log_path``) or
+``channel_path`` (a file, for trusted backends). Every record is one JSON line, written with one
+``write``: ``hello``, ``collect_error``, ``collected`` (collect-only runs), ``phase`` (one per test
+phase: node id, setup/call/teardown, outcome, xfail, duration), ``shadow`` (refused, see below), and
+``end`` last. The parent keeps the first record of each test phase, treats a second one, a foreign line
+or anything after ``end`` as forged, and a run without ``end`` as a run that never finished.
+
+Also before anything of the workspace runs:
+- ``sys.path``: the workspace's source roots go *after* site-packages (``PYTHONPATH`` put them first);
+- plugins: ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``, and the ``pytest11`` plugins of distributions installed
+  in the environment (never one found in the workspace) are loaded explicitly with ``-p``;
+- ``shadow_allowed`` (grading runs): a top-level module or package in a source root or the workspace root
+  that the original tree did not have and that has the name of a stdlib module or of a module installed
+  in the environment refuses the run (a ``shadow`` record, exit 4);
+- ``grading``: ``PYTEST_CURRENT_TEST`` is never set (a stub could read the running test from it).
+
 REQUEST.json keys (unknown keys are ignored):
     args             list[str]  pytest arguments (node ids, paths, options)
-    report_path      str        where to write the report: ``taskforge.core.testreport.TestReport.to_dict()``
+    channel_fd       int        the records channel (an inherited file descriptor), or
+    channel_path     str        the records channel as a file (appended)
+    log_path         str        where fds 1 and 2 go when the channel is one of them
+    src_roots        list[str]  the workspace's source roots (absolute), moved after site-packages
     coverage         bool       measure per-test line coverage (coverage.py, one context per test)
     coverage_source  list[str]  files/dirs whose lines are measured (relative to the cwd or absolute)
     coverage_json    str        where to write ``{relative file: {line: [node ids]}}``
-    collect_only     bool       only collect: every collected test is reported as "skipped" and the
-                                report carries the flag "collect_only"
+    collect_only     bool       only collect: the collected node ids are sent as ``collected`` records
     tracebacks       bool       false: ``--tb=no`` (the caller reads outcomes only)
+    shadow_allowed   list[str]  top-level names the workspace may define (grading runs; see above)
+    grading          bool       a grading run (see above)
 
 The runner always adds ``-p no:cacheprovider -p no:randomly --continue-on-collection-errors`` (a test
-file that cannot be collected is listed in ``collection_errors``; the other files still run).
+file that cannot be collected is sent as ``collect_error``; the other files still run).
 The exit code of this script is pytest's exit code (4 when the request itself is unusable).
 """
 
@@ -28,79 +50,68 @@ import sys
 import time
 from typing import Any
 
-import pytest
+_CHANNEL_FD = -1  # the private duplicate of the records channel, set by ``open_channel``
 
-# outcome precedence when several phases of one test report: the worst wins
-_RANK = {"passed": 0, "skipped": 1, "xfailed": 1, "xpassed": 2, "failed": 3, "error": 4}
+
+def open_channel(request: dict[str, Any]) -> int:
+    """Take the records channel before anything else runs; returns its (private) fd."""
+    global _CHANNEL_FD
+    if request.get("channel_fd") is not None:
+        fd = os.dup(int(request["channel_fd"]))
+        if int(request["channel_fd"]) in (1, 2):
+            log = os.open(request.get("log_path") or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.dup2(log, 1)
+            os.dup2(log, 2)
+            os.close(log)
+    else:
+        fd = os.open(request["channel_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    _CHANNEL_FD = fd
+    return fd
+
+
+def send(record: dict[str, Any]) -> None:
+    """One record, one line, one ``write`` (records under PIPE_BUF never interleave with others)."""
+    data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+    while data:
+        try:
+            n = os.write(_CHANNEL_FD, data)
+        except InterruptedError:
+            continue
+        except OSError:
+            return  # the parent is gone: nothing left to tell
+        data = data[n:]
 
 
 class ReportPlugin:
-    """Collects one outcome and the summed phase durations per test node id."""
+    """Sends one ``phase`` record per test phase (and collection errors); switches coverage contexts."""
 
     def __init__(self, cov: Any = None, collect_only: bool = False) -> None:
         self.cov = cov
         self.collect_only = collect_only
-        self.outcomes: dict[str, str] = {}
-        self.durations: dict[str, float] = {}
-        self.order: list[str] = []
-        self.collection_errors: list[str] = []
-        self.collected: list[str] = []
 
     # --- coverage contexts: one per test, named by its node id -------------------------------
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> None:
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         if self.cov is not None:
-            self.cov.switch_context(item.nodeid)
+            self.cov.switch_context(nodeid)
 
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
         if self.cov is not None:
             self.cov.switch_context("")
 
-    # --- outcomes -------------------------------------------------------------------------------
+    # --- records ----------------------------------------------------------------------------------
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
-            self.collection_errors.append(report.nodeid or "<session>")
+            send({"k": "collect_error", "id": report.nodeid or "<session>"})
 
     def pytest_collection_finish(self, session: Any) -> None:
-        self.collected = [item.nodeid for item in session.items]
+        if self.collect_only:
+            ids = [item.nodeid for item in session.items]
+            for i in range(0, len(ids), 50):
+                send({"k": "collected", "ids": ids[i:i + 50]})
 
     def pytest_runtest_logreport(self, report: Any) -> None:
-        nodeid = report.nodeid
-        if nodeid not in self.outcomes:
-            self.order.append(nodeid)
-            self.outcomes[nodeid] = "passed"
-            self.durations[nodeid] = 0.0
-        self.durations[nodeid] += float(getattr(report, "duration", 0.0) or 0.0)
-        outcome = _phase_outcome(report)
-        if outcome is None:
-            return
-        if _RANK[outcome] >= _RANK[self.outcomes[nodeid]]:
-            self.outcomes[nodeid] = outcome
-
-    def results(self) -> list[dict[str, Any]]:
-        if self.collect_only:
-            return [{"nodeid": n, "outcome": "skipped", "duration": 0.0} for n in self.collected]
-        return [
-            {"nodeid": n, "outcome": self.outcomes[n], "duration": round(self.durations[n], 6)}
-            for n in self.order
-        ]
-
-
-def _phase_outcome(report: Any) -> str | None:
-    """Map one phase report (setup/call/teardown) to an outcome, or None when it says nothing new."""
-    wasxfail = hasattr(report, "wasxfail")
-    if report.when == "call":
-        if report.passed:
-            return "xpassed" if wasxfail else "passed"
-        if report.skipped:
-            return "xfailed" if wasxfail else "skipped"
-        return "failed"
-    # setup / teardown
-    if report.failed:
-        return "error"
-    if report.skipped:  # skipped in setup (skip marker, skipif, importorskip in a fixture)
-        return "xfailed" if wasxfail else "skipped"
-    return None
+        send({"k": "phase", "id": report.nodeid, "when": report.when, "outcome": report.outcome,
+              "xfail": hasattr(report, "wasxfail"), "dur": round(float(getattr(report, "duration", 0.0) or 0.0), 6)})
 
 
 def _coverage_start(request: dict[str, Any]) -> Any:
@@ -190,7 +201,7 @@ _CONFIG_FILES = (("pytest.ini", None), (".pytest.ini", None), ("pyproject.toml",
                  ("tox.ini", "[pytest]"), ("setup.cfg", "[tool:pytest]"))
 
 
-def _anchor_to_workspace(args: list[str], report_path: str) -> list[str]:
+def _anchor_to_workspace(args: list[str], scratch: str) -> list[str]:
     """Keep pytest inside the workspace (the current directory).
 
     Without this, a workspace that has no pytest configuration of its own makes pytest search the
@@ -212,11 +223,83 @@ def _anchor_to_workspace(args: list[str], report_path: str) -> list[str]:
                 has_config = True
                 break
     if not has_config:
-        empty = os.path.join(os.path.dirname(os.path.abspath(report_path)), "taskforge-empty-pytest.ini")
+        empty = os.path.join(scratch, "taskforge-empty-pytest.ini")
         with open(empty, "w", encoding="utf-8") as fh:
             fh.write("[pytest]\n")
         extra = ["-c", empty, *extra]
     return [*extra, *args]
+
+
+def _site_dirs() -> list[str]:
+    import site
+    import sysconfig
+
+    dirs = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("purelib", "platlib")}
+    dirs.update(os.path.realpath(d) for d in site.getsitepackages())
+    return sorted(dirs)
+
+
+def _order_sys_path(src_roots: list[str]) -> None:
+    """The workspace's source roots after site-packages: a workspace module never hides an installed one."""
+    roots = {os.path.realpath(r) for r in src_roots}
+    kept = [p for p in sys.path if not p or os.path.realpath(p) not in roots]
+    sys.path[:] = kept + [r for r in src_roots if os.path.isdir(r)]
+
+
+def _env_plugins() -> list[str]:
+    """``-p MODULE`` for every ``pytest11`` entry point of a distribution installed in site-packages."""
+    from importlib import metadata
+
+    sites = tuple(d + os.sep for d in _site_dirs())
+    out: list[str] = []
+    for dist in metadata.distributions():
+        where = os.path.realpath(str(dist.locate_file("")))
+        if not (where + os.sep).startswith(sites):
+            continue  # a dist-info found on the workspace's path: never loaded
+        for ep in dist.entry_points:
+            if ep.group == "pytest11":
+                module = ep.value.split(":", 1)[0].strip()
+                if module and module not in out:
+                    out += ["-p", module]
+    return out
+
+
+def _installed_names() -> set[str]:
+    """Top-level module names of the stdlib and of everything installed in site-packages."""
+    names = set(sys.stdlib_module_names) | {"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging",
+                                            "coverage", "sitecustomize", "usercustomize"}
+    for site_dir in _site_dirs():
+        try:
+            entries = os.listdir(site_dir)
+        except OSError:
+            continue
+        for e in entries:
+            if e.endswith((".dist-info", ".egg-info", ".pth")) or e.startswith((".", "__")):
+                continue
+            names.add(e.split(".", 1)[0] if e.endswith((".py", ".so", ".pyd")) or "." in e else e)
+    return names
+
+
+def _shadowing(roots: list[str], allowed: set[str]) -> list[str]:
+    """Workspace top-level modules the original did not have that take an installed or stdlib name."""
+    installed = _installed_names()
+    found = []
+    for root in dict.fromkeys([os.getcwd(), *roots]):
+        try:
+            entries = os.listdir(root)
+        except OSError:
+            continue
+        for e in entries:
+            path = os.path.join(root, e)
+            if e.endswith((".py", ".pyc", ".so", ".pth")):
+                name = e.split(".", 1)[0]
+            elif os.path.isdir(path) and not e.startswith("."):
+                name = e
+            else:
+                continue
+            if name in installed and name not in allowed:
+                found.append(os.path.relpath(path))
+    return sorted(found)
 
 
 def main(argv: list[str]) -> int:
@@ -225,18 +308,37 @@ def main(argv: list[str]) -> int:
         return 4
     with open(argv[1], encoding="utf-8") as fh:
         request = json.load(fh)
-    report_path = request["report_path"]
+    open_channel(request)
+    send({"k": "hello", "pid": os.getpid()})
+    start = time.monotonic()
+    src_roots = [str(r) for r in request.get("src_roots", [])]
+    _order_sys_path(src_roots)
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    if request.get("shadow_allowed") is not None:
+        shadows = _shadowing(src_roots, set(request["shadow_allowed"]))
+        if shadows:
+            send({"k": "shadow", "paths": shadows[:20]})
+            send({"k": "end", "exit": 4, "dur": round(time.monotonic() - start, 6)})
+            return 4
     collect_only = bool(request.get("collect_only"))
     want_cov = bool(request.get("coverage")) and not collect_only
+    scratch = os.path.dirname(os.path.abspath(argv[1]))
 
     # a file that fails to collect must not hide the rest of the suite: its tests are just absent
-    args = ["-p", "no:cacheprovider", "-p", "no:randomly", "--continue-on-collection-errors",
+    args = ["-p", "no:cacheprovider", "-p", "no:randomly", "--continue-on-collection-errors", *_env_plugins(),
             *[str(a) for a in request.get("args", [])]]
-    args = _anchor_to_workspace(args, report_path)
+    args = _anchor_to_workspace(args, scratch)
     if collect_only:
         args.append("--collect-only")
     if request.get("tracebacks", True) is False:
         args.append("--tb=no")
+
+    import pytest  # only now: after sys.path is ordered and the shadowing check
+
+    if request.get("grading"):
+        import _pytest.runner
+
+        _pytest.runner._update_current_test_var = lambda item, when: os.environ.pop("PYTEST_CURRENT_TEST", None)
 
     plugins: list[Any] = []
     args, nodeids, paths = _split_nodeids(args)
@@ -244,23 +346,13 @@ def main(argv: list[str]) -> int:
         plugins.append(SelectPlugin(nodeids, paths))
     cov = _coverage_start(request) if want_cov else None
     plugin = ReportPlugin(cov=cov, collect_only=collect_only)
-    start = time.monotonic()
+    exit_code = 3
     try:
         exit_code = int(pytest.main(args, plugins=[plugin, *plugins]))
     finally:
         if cov is not None:
             _coverage_write(cov, request.get("coverage_json") or "coverage.json")
-    duration = time.monotonic() - start
-    report = {
-        "results": plugin.results(),
-        "exit_code": exit_code,
-        "duration": round(duration, 6),
-        "timed_out": False,
-        "collection_errors": plugin.collection_errors,
-        "output_tail": "",
-        "flags": ["collect_only"] if collect_only else [],
-    }
-    _write_json(report_path, report)
+        send({"k": "end", "exit": exit_code, "dur": round(time.monotonic() - start, 6)})
     return exit_code
 
 

@@ -27,7 +27,10 @@ def _doc(text: str, default: Any = None, factory: Any = None) -> Any:
 class Settings:
     work_dir: Path = _doc("Content-addressed work area (repos, environments, sdists), reused across runs.",
                           factory=lambda: Path(os.path.expanduser("~/.cache/taskforge")))
-    sandbox: str = _doc("Backend that runs tests: local | docker | auto (docker when a daemon answers).", "local")
+    sandbox: str = _doc("Backend that runs tests: local (confined by bubblewrap) | docker | auto (docker when a "
+                        "daemon answers) | local-unsafe (no isolation: trusted code only).", "local")
+    local_memory_mb: int = _doc("Memory cap of one confined local test run (MB).", 4096)
+    local_pids: int = _doc("Process cap of one confined local test run.", 1024)
     python: str = _doc("Python interpreter used to build environments (local sandbox).", "python3.11")
     jobs: int = _doc("Parallel workers for candidates and gradings (1 = synchronous).", 1)
     executor: str = _doc("Where stage functions run: process | ray.", "process")

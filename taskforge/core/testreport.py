@@ -23,8 +23,9 @@ class Outcome(enum.StrEnum):
 
     @property
     def ok(self) -> bool:
-        """True for outcomes that count as a pass for grading (``xfailed`` is an expected failure)."""
-        return self in (Outcome.PASSED, Outcome.XFAILED)
+        """True only for ``passed``: xfailed, xpassed, skipped, failed, error and missing tests all count as
+        not passing (a stub that calls ``pytest.xfail`` or ``pytest.skip`` implements nothing)."""
+        return self is Outcome.PASSED
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +45,11 @@ class TestResult:
 class ReportFlag(enum.StrEnum):
     """What a report says about the run itself (not about one test)."""
 
-    NO_REPORT = "no_report"  # the runner wrote no (readable) report: killed, exited early, crashed
+    NO_REPORT = "no_report"  # the run never finished its report: killed, exited early, crashed
     COLLECT_ONLY = "collect_only"  # only collected: every test is reported "skipped"
+    FORGED_RECORDS = "forged_records"  # records on the channel that the runner did not write (tampering)
+    SHADOWING = "shadowing"  # refused: a new workspace module hides a stdlib or installed module
+    OOM_KILLED = "oom_killed"  # the sandbox killed the run for its memory
 
 
 @dataclass(frozen=True, slots=True)

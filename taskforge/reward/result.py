@@ -14,6 +14,7 @@ from typing import Any
 class RewardFlag(enum.StrEnum):
     TAMPERING = "tampering"  # evidence that the patch attacked the grading run
     CANARY_FAILED = "canary_failed"  # a canary did not behave as planned (implies tampering)
+    FORGED_RESULTS = "forged_results"  # records on the results channel that the runner did not write
     NO_REPORT = "no_report"  # the runner wrote no (readable) report: killed, exited early, crashed
     TIMEOUT = "timeout"  # the run passed its wall-clock limit
     PATCH_REFUSED = "patch_refused"  # escapes the repository, symlink, binary, submodule, shadowing module
@@ -24,7 +25,8 @@ class RewardFlag(enum.StrEnum):
     GRADER_ERROR = "grader_error"  # our side failed (setup_patch, sandbox backend); not the agent's fault
 
 
-ZEROING_FLAGS = frozenset({RewardFlag.TAMPERING, RewardFlag.CANARY_FAILED, RewardFlag.NO_REPORT, RewardFlag.TIMEOUT,
+ZEROING_FLAGS = frozenset({RewardFlag.TAMPERING, RewardFlag.CANARY_FAILED, RewardFlag.FORGED_RESULTS,
+                           RewardFlag.NO_REPORT, RewardFlag.TIMEOUT,
                       RewardFlag.PATCH_REFUSED, RewardFlag.PATCH_FAILED, RewardFlag.GRADER_ERROR})
 
 

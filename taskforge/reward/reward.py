@@ -45,6 +45,7 @@ from taskforge.reward.workspace import (
     plugin_modules,
     restore_protected,
     stray_symlinks,
+    walk_files,
     write_clean_ini,
 )
 
@@ -81,10 +82,13 @@ def _result(task: Task, flags: Iterable[RewardFlag], detail: str, timings: Mappi
 
 
 def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, settings: Settings | None = None,
-           timeout_s: float | None = None, envs: EnvCache | None = None, tracebacks: bool = True) -> RewardResult:
+           timeout_s: float | None = None, envs: EnvCache | None = None, tracebacks: bool = True,
+           trusted: bool = False) -> RewardResult:
     """Grade ``patch`` (a unified diff against the broken workspace) on ``task`` in a fresh workspace.
 
     ``tracebacks=False`` runs pytest with ``--tb=no`` (validation reads outcomes only); scores are the same.
+    ``trusted=True`` (our own stand-ins at validation, never an agent's patch) lets the sandbox run the
+    grading the fast way it runs validation (a warm fork) instead of a fresh confined process.
     """
     settings = settings or Settings()
     timeout = float(timeout_s if timeout_s is not None else settings.test_timeout_s)
@@ -106,9 +110,10 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
         if isinstance(outcome, RewardResult):
             timings["total_s"] = time.monotonic() - start
             return _result(task, outcome.flags, outcome.detail, timings)
-        args, plan, flags, detail = outcome
+        args, plan, flags, detail, read_only, allowed = outcome
         request = RunRequest(tests=tuple(args), timeout_s=timeout, tracebacks=tracebacks,
-                             env={"PYTEST_ADDOPTS": "", "PYTEST_PLUGINS": ""})
+                             env={"PYTEST_ADDOPTS": "", "PYTEST_PLUGINS": ""}, read_only=read_only,
+                             shadow_allowed=allowed, grading=not trusted)
         run_start = time.monotonic()
         try:
             report = sandbox.run(env, workspace, request).report
@@ -163,7 +168,34 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path) -> Reward
     plan = plant_canaries(workspace, hidden, src_root=src_root, allowed_plugin_files=plugins)
     args = ["-c", ini_name, "--rootdir=.", "--confcutdir=.", "-p", plan.plugin_module, *pinned_options(ini),
             *tests, *plan.nodeids]
-    return args, plan, flags, detail
+    return args, plan, flags, detail, (*read_only_paths(workspace, protected), ini_name), \
+        top_level_names(original, spec.src_roots)
+
+
+def read_only_paths(workspace: Path, protected: ProtectedPaths) -> tuple[str, ...]:
+    """What the graded run may not change: the test directories whole, and every other grader-owned file."""
+    dirs = [d.strip("/") for d in protected.test_dirs if d.strip("/") not in ("", ".")
+            and (workspace / d).is_dir() and not (workspace / d).is_symlink()]
+    out = list(dirs)
+    for rel in walk_files(workspace):
+        if protected.kind(rel) is not None and not any(rel.startswith(d + "/") for d in dirs):
+            out.append(rel)
+    return tuple(sorted(out))
+
+
+def top_level_names(root: Path, src_roots: Iterable[str]) -> tuple[str, ...]:
+    """Top-level module and package names the original tree defines in its root and source roots."""
+    names: set[str] = set()
+    for r in dict.fromkeys((".", *src_roots)):
+        base = root / r
+        if not base.is_dir():
+            continue
+        for entry in base.iterdir():
+            if entry.is_dir() and not entry.name.startswith("."):
+                names.add(entry.name)
+            elif entry.suffix in (".py", ".pyc", ".so", ".pth"):
+                names.add(entry.name.split(".", 1)[0])
+    return tuple(sorted(names))
 
 
 def _score(task: Task, report: TestReport, plan: Any, flags: list[RewardFlag], detail: str,
@@ -176,6 +208,12 @@ def _score(task: Task, report: TestReport, plan: Any, flags: list[RewardFlag], d
     if report.timed_out:
         flags.append(RewardFlag.TIMEOUT)
         detail = detail or "the test run passed its wall-clock limit"
+    elif ReportFlag.SHADOWING in report.flags:
+        flags += [RewardFlag.PATCH_REFUSED, RewardFlag.TAMPERING]
+        detail = detail or "the patch adds a module that hides an installed or stdlib module"
+    elif ReportFlag.FORGED_RECORDS in report.flags:
+        flags += [RewardFlag.FORGED_RESULTS, RewardFlag.TAMPERING]
+        detail = detail or "records on the results channel that the runner did not write"
     elif ReportFlag.NO_REPORT in report.flags:
         flags += [RewardFlag.NO_REPORT, RewardFlag.TAMPERING]
         detail = detail or f"the runner left no report (exit code {report.exit_code})"
