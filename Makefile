@@ -7,7 +7,7 @@ DEMO_SOURCE ?= pypi:inflection==0.5.1
 DEMO_OUT    ?= datasets/out/demo
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-fast check venv host clean
+.PHONY: demo test test-fast check venv host confine clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,13 @@ venv: $(STAMP)
 host:
 	bash sandboxes/scripts/setup_host.sh
 
-demo: venv
+# The local sandbox confines every test run with bubblewrap (Debian: bubblewrap); install it when missing.
+confine:
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" -eq 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null 2>&1; } \
+		|| { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; } \
+		|| echo "make: bubblewrap is missing and could not be installed: install it (apt-get install bubblewrap) or run with TASKFORGE_SANDBOX=local-unsafe"
+
+demo: venv confine
 	$(VENV)/bin/taskforge generate $(DEMO_SOURCE) --out $(DEMO_OUT) --sandbox local --max-tasks 6
 	@echo "demo dataset written to $(DEMO_OUT) (open $(DEMO_OUT)/README.md)"
 
