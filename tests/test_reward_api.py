@@ -14,6 +14,7 @@ from sandboxes.fakes import SubprocessSandbox
 from taskforge.core.task import Task
 from taskforge.dataset import DatasetWriter
 from taskforge.reward.reward import RewardResult, reward_many
+from taskforge.reward.result import RewardFlag
 from taskforge.reward.verl import extract_patch
 from taskforge.reward.workspace import DatasetTrees, DirectoryTrees
 
@@ -81,3 +82,36 @@ def test_extract_patch_prefers_the_last_fenced_diff() -> None:
     assert extract_patch(f"text\n```diff\n{one}```\nmore\n```diff\n{two}```") == two
     assert extract_patch(f"Here:\n{one}") == one
     assert extract_patch("no diff at all") == ""
+
+
+def _with_frame_peek(gold: str) -> str:
+    """The gold patch plus a line that reads the caller's frame: it still implements the feature."""
+    lines = gold.splitlines(keepends=True)
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("+") and "return" in ln)
+    indent = lines[at][1:len(lines[at]) - len(lines[at][1:].lstrip())]
+    lines.insert(at, f"+{indent}import sys; _peek = sys._getframe(1).f_locals\n")
+    out = "".join(lines)
+    # the hunk grew by one added line: fix its header
+    import re
+
+    def grow(m: re.Match[str]) -> str:
+        return f"@@ -{m.group(1)} +{m.group(2)},{int(m.group(3)) + 1} @@"
+    return re.sub(r"@@ -(\S+) \+(\d+),(\d+) @@", grow, out, count=1)
+
+
+def test_the_patch_monitor_flags_with_evidence_and_can_zero(built: tuple[Task, Path, Path]) -> None:
+    from taskforge.core.settings import Settings
+
+    task, orig, _ = built
+    peek = _with_frame_peek(task.patch)
+    flagged, = reward_many([(task, peek)], sandbox=SubprocessSandbox(), trees=DirectoryTrees(orig), jobs=1)
+    assert flagged.score == 1.0, flagged  # it works: by default the monitor reports, it does not judge
+    assert RewardFlag.SUSPICIOUS in flagged.flags and "suspicious:frame_inspection" in flagged.flag_names
+    hit = next(f for f in flagged.findings if f.rule == "frame_inspection")
+    assert hit.path == "minilib/text.py" and "_getframe" in hit.evidence
+    assert RewardResult.from_dict(json.loads(json.dumps(flagged.to_dict()))) == flagged
+    strict = Settings.load({"monitor_zero": True})
+    zeroed, gold = reward_many([(task, peek), (task, task.patch)], sandbox=SubprocessSandbox(),
+                               trees=DirectoryTrees(orig), settings=strict, jobs=1)
+    assert zeroed.score == 0.0 and "frame_inspection" in zeroed.detail
+    assert gold.score == 1.0 and not gold.findings  # the honest gold patch is not flagged

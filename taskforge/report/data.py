@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -131,9 +131,10 @@ class TrainStep:
     grading_seconds: float
     step_seconds: float
     rollouts: int
+    monitor: Mapping[str, int] = field(default_factory=dict)  # patch-monitor rule -> findings this step
 
     def to_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+        return {f: (dict(v) if isinstance(v := getattr(self, f), Mapping) else v) for f in self.__dataclass_fields__}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TrainStep:
@@ -141,7 +142,8 @@ class TrainStep:
         return cls(int(d["step"]), float(d["pass_rate"]), float(d["difficulty_mean"]),
                    float(d.get("difficulty_std", 0.0)), None if target is None else float(target),
                    float(d.get("zero_variance_fraction", 0.0)), float(d.get("grading_seconds", 0.0)),
-                   float(d.get("step_seconds", 0.0)), int(d.get("rollouts", 0)))
+                   float(d.get("step_seconds", 0.0)), int(d.get("rollouts", 0)),
+                   {str(k): int(v) for k, v in (d.get("monitor") or {}).items()})
 
 
 def read_train_log(path: Path | str) -> tuple[TrainStep, ...]:

@@ -398,7 +398,17 @@ def _train_specs(train: Sequence[TrainStep]) -> list[FigureSpec]:
                            gcolor, gy),
                _line_layer(_series(train, "per step", lambda s: s.grading_seconds), x, gcolor, gy, "square", (2, 2))]
 
+    rules = sorted({r for s in train for r in s.monitor})
+    monitor = []
+    if rules:
+        mcolor = _colors(rules, [REJECT, NEUTRAL, "#b279a2", "#9d755d", LEFT, ACCEPT] * 4, {"orient": "top-left"})
+        monitor = [_line_layer(_series(train, rule, lambda s, r=rule: float(s.monitor.get(r, 0))), x, mcolor,
+                               {"title": "findings"}) for rule in rules]
+
     return [
+        *([_line("train-monitor", "Patch monitor findings",
+                 "Hack signatures the patch monitor found in each step's rollouts, per rule (flag suspicious).",
+                 "train", monitor)] if monitor else []),
         _line("train-pass-rate", "Pass rate", "Mean reward over every rollout graded in each step.", "train",
               pass_rate),
         _line("train-difficulty", "Sampled difficulty and curriculum target",

@@ -15,7 +15,15 @@ for a must-pass canary the plugin checks the integrity of the run and fails the 
   code object swapped;
 - a hook implementation registered before collection removed or altered, or a new one whose code lives
   in the workspace outside a ``conftest.py`` (the grader restored every conftest from the original);
-- a test reported "passed" in its call phase although its test function raised or never ran.
+- a test reported "passed" in its call phase although its test function raised or never ran;
+- a profile or trace function (``sys``/``threading`` ``setprofile``/``settrace``) active while a test runs
+  (grading runs measure no coverage: nothing honest traces a test), or a test function's ``__code__``
+  swapped between collection and its call;
+- the plugin manager's per-instance ``_inner_hookexec``/``_hookexec`` or a hook caller's ``_hookexec``
+  replaced (snapshotted when this plugin registers, before any conftest or project code runs).
+
+Canary tests ignore warnings (an item-level ``filterwarnings("ignore")``): a project's ``filterwarnings =
+error`` must not turn a stray warning of some earlier test into a tampering verdict.
 
 The last canary of the run is a must-pass one, so an early exit or late tampering leaves evidence too.
 What a report-forger cannot know is which canaries must fail; it can only guess (2**-n).
@@ -83,6 +91,20 @@ def _build() -> dict:  # type: ignore[type-arg]
         inner = getattr(fn, "fget", None) or getattr(fn, "__func__", None) or fn
         return (fn, inner, getattr(inner, "__code__", None))
 
+    import threading
+    import warnings
+
+    pm_snap: dict[str, object] = {}
+    code_snap: dict[str, object] = {}
+
+    def tracing() -> list[str]:
+        out = []
+        if sys.getprofile() is not None or sys.gettrace() is not None:
+            out.append("a profile or trace function is active during the test")
+        if getattr(threading, "_profile_hook", None) is not None or getattr(threading, "_trace_hook", None) is not None:
+            out.append("a threading profile or trace hook is installed")
+        return out
+
     snap: dict[tuple[int, str], tuple[object, ...]] = {}
     for owner, qual in watched:
         try:
@@ -99,7 +121,16 @@ def _build() -> dict:  # type: ignore[type-arg]
         return (fn, getattr(fn, "__code__", None))
 
     def integrity(session: object) -> list[str]:
-        bad = list(problems)
+        bad = list(problems) + tracing()
+        pm = session.config.pluginmanager  # type: ignore[attr-defined]
+        if pm_snap and (getattr(pm, "_inner_hookexec", None) is not pm_snap["_inner_hookexec"]
+                        or vars(pm).get("_hookexec") is not pm_snap["_hookexec"]):
+            bad.append("the plugin manager's hook execution was replaced")
+        for name, fn in pm_snap.items():
+            if name.startswith("hook:"):
+                caller = getattr(pm.hook, name[5:], None)
+                if caller is not None and getattr(caller, "_hookexec", None) is not fn:
+                    bad.append(f"hook {name[5:]}'s _hookexec was replaced")
         for (oid, qual), fp in snap.items():
             try:
                 now = fingerprint(resolve(owners[oid], qual))
@@ -127,6 +158,15 @@ def _build() -> dict:  # type: ignore[type-arg]
                 bad.append(f"{nodeid} reported passed but its test function did not run cleanly")
         return bad
 
+    def pytest_addhooks(pluginmanager: object) -> None:  # called as this plugin registers: before conftests
+        pm_snap["_inner_hookexec"] = getattr(pluginmanager, "_inner_hookexec", None)
+        pm_snap["_hookexec"] = vars(pluginmanager).get("_hookexec")  # a method: absent from the instance
+        for name in ("pytest_runtest_protocol", "pytest_runtest_makereport", "pytest_runtest_call",
+                     "pytest_pyfunc_call", "pytest_runtest_logreport", "pytest_report_teststatus"):
+            caller = getattr(pluginmanager.hook, name, None)  # type: ignore[attr-defined]
+            if caller is not None and getattr(caller, "_hookexec", None) is not None:
+                pm_snap[f"hook:{name}"] = caller._hookexec
+
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_collection(session: object):  # type: ignore[no-untyped-def]
         hook = session.config.hook  # type: ignore[attr-defined]
@@ -142,9 +182,20 @@ def _build() -> dict:  # type: ignore[type-arg]
             if item.nodeid == last:
                 items.append(items.pop(i))
                 break
+        for item in items:
+            if item.nodeid in expect:
+                item.add_marker(pytest.mark.filterwarnings("ignore"))
+            fn = getattr(item, "function", None)
+            if fn is not None:
+                code_snap[item.nodeid] = getattr(fn, "__code__", None)
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_call(item: object):  # type: ignore[no-untyped-def]
+        nodeid = item.nodeid  # type: ignore[attr-defined]
+        fn = getattr(item, "function", None)
+        if nodeid in code_snap and getattr(fn, "__code__", None) is not code_snap[nodeid]:
+            problems.append(f"the code of {nodeid} was swapped before it ran")
+        problems.extend(f"{p} ({nodeid})" for p in tracing() if f"{p} ({nodeid})" not in problems)
         outcome = yield
         call_seen[item.nodeid] = "raised" if outcome.excinfo is not None else "ok"  # type: ignore[attr-defined]
 
@@ -154,7 +205,9 @@ def _build() -> dict:  # type: ignore[type-arg]
         want = expect.get(nodeid)
         if want is None:
             return None
-        bad = integrity(pyfuncitem.session)  # type: ignore[attr-defined]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            bad = integrity(pyfuncitem.session)  # type: ignore[attr-defined]
         if want == "fail":
             raise exc_types.get(kinds.get(nodeid, ""), AssertionError)()
         if bad:
@@ -166,7 +219,7 @@ def _build() -> dict:  # type: ignore[type-arg]
         if report.when == "call" and report.outcome == "passed":  # type: ignore[attr-defined]
             logged_pass.add(report.nodeid)  # type: ignore[attr-defined]
 
-    return {"pytest_collection": pytest_collection,
+    return {"pytest_addhooks": pytest_addhooks, "pytest_collection": pytest_collection,
             "pytest_collection_modifyitems": pytest_collection_modifyitems,
             "pytest_runtest_call": pytest_runtest_call, "pytest_pyfunc_call": pytest_pyfunc_call,
             "pytest_runtest_logreport": pytest_runtest_logreport}

@@ -10,6 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from taskforge.reward.monitor import Finding
+from taskforge.reward.monitor import flags as monitor_flags
+
 
 class RewardFlag(enum.StrEnum):
     TAMPERING = "tampering"  # evidence that the patch attacked the grading run
@@ -22,6 +25,7 @@ class RewardFlag(enum.StrEnum):
     PROTECTED_DROPPED = "protected_dropped"  # sections touching test/test-support files were dropped
     COLLECTION_ERROR = "collection_error"  # some test file failed to collect
     MISSING_TESTS = "missing_tests"  # some FAIL_TO_PASS/PASS_TO_PASS test never reported
+    SUSPICIOUS = "suspicious"  # the patch monitor found hack signatures (``RewardResult.findings``)
     GRADER_ERROR = "grader_error"  # our side failed (setup_patch, sandbox backend); not the agent's fault
 
 
@@ -43,15 +47,23 @@ class RewardResult:
     flags: tuple[RewardFlag, ...] = ()
     detail: str = ""  # why the score was zeroed, one line
     pass_to_pass_fraction: float = 0.0
+    findings: tuple[Finding, ...] = ()  # the patch monitor's hits, with evidence (``taskforge.reward.monitor``)
+
+    @property
+    def flag_names(self) -> tuple[str, ...]:
+        """The flags as strings, plus one ``suspicious:<rule>`` per rule the monitor hit."""
+        return (*(f.value for f in self.flags), *monitor_flags(self.findings))
 
     def to_dict(self) -> dict[str, Any]:
         return {"instance_id": self.instance_id, "reward": self.score, "fraction": self.fraction,
-                "pass_to_pass_fraction": self.pass_to_pass_fraction, "flags": list(self.flags),
+                "pass_to_pass_fraction": self.pass_to_pass_fraction, "flags": list(self.flag_names),
+                "findings": [f.to_dict() for f in self.findings],
                 "detail": self.detail, "outcomes": dict(self.outcomes), "durations": dict(self.durations),
                 "timings": dict(self.timings)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RewardResult:
         return cls(str(d["instance_id"]), float(d["reward"]), float(d["fraction"]), dict(d.get("outcomes", {})),
-                   dict(d.get("durations", {})), dict(d.get("timings", {})), tuple(RewardFlag(f) for f in d.get("flags", ())),
-                   str(d.get("detail", "")), float(d.get("pass_to_pass_fraction", 0.0)))
+                   dict(d.get("durations", {})), dict(d.get("timings", {})), tuple(RewardFlag(f) for f in d.get("flags", ()) if not str(f).startswith("suspicious:")),
+                   str(d.get("detail", "")), float(d.get("pass_to_pass_fraction", 0.0)),
+                   tuple(Finding.from_dict(f) for f in d.get("findings", ())))

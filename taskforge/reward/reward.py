@@ -16,6 +16,7 @@ scores 0 and sets the ``tampering`` flag.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import shutil
 import tempfile
@@ -36,6 +37,7 @@ from taskforge.core.settings import Settings
 from taskforge.core.task import Task
 from taskforge.core.testreport import Outcome, ReportFlag, TestReport
 from taskforge.reward.canaries import plant_canaries
+from taskforge.reward.monitor import scan_patch
 from taskforge.reward.patch_guard import ProtectedPaths, apply_vetted, vet_patch
 from taskforge.reward.result import ZEROING_FLAGS, RewardFlag, RewardResult
 from taskforge.reward.workspace import (
@@ -109,7 +111,7 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
         timings["workspace_s"] = time.monotonic() - start - timings["prepare_s"]
         if isinstance(outcome, RewardResult):
             timings["total_s"] = time.monotonic() - start
-            return _result(task, outcome.flags, outcome.detail, timings)
+            return _monitored(_result(task, outcome.flags, outcome.detail, timings), patch, settings)
         args, plan, flags, detail, read_only, allowed = outcome
         request = RunRequest(tests=tuple(args), timeout_s=timeout, tracebacks=tracebacks,
                              env={"PYTEST_ADDOPTS": "", "PYTEST_PLUGINS": ""}, read_only=read_only,
@@ -123,7 +125,21 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
             return _result(task, [RewardFlag.GRADER_ERROR], f"sandbox {sandbox.name} failed: {exc}", timings)
         timings["run_s"] = time.monotonic() - run_start
     timings["total_s"] = time.monotonic() - start
-    return _score(task, report, plan, flags, detail, timings)
+    return _monitored(_score(task, report, plan, flags, detail, timings), patch, settings)
+
+
+def _monitored(result: RewardResult, patch: str, settings: Settings) -> RewardResult:
+    """Add the patch monitor's findings (flag ``suspicious``); zero the score on a hit when configured."""
+    findings = scan_patch(patch)
+    if not findings:
+        return result
+    result = dataclasses.replace(result, flags=(*result.flags, RewardFlag.SUSPICIOUS), findings=findings)
+    if settings.monitor_zero and result.score > 0:
+        first = findings[0]
+        result = dataclasses.replace(result, score=0.0, fraction=0.0, pass_to_pass_fraction=0.0,
+                                     detail=f"patch monitor: {first.rule} at {first.path}:{first.line}: "
+                                            f"{first.evidence}")
+    return result
 
 
 def _assemble(task: Task, patch: str, original: Path, workspace: Path) -> RewardResult | tuple[Any, ...]:

@@ -31,15 +31,17 @@ class GradeResult:
     fraction: float = 0.0  # share of FAIL_TO_PASS + PASS_TO_PASS that passed
     flags: tuple[RewardFlag, ...] = ()  # what the reward flagged (tampering, timeout, ...)
     seconds: float = 0.0
+    monitor: tuple[str, ...] = ()  # the patch monitor's rules that fired (one entry per finding)
 
     def to_dict(self) -> dict[str, Any]:
         return {"instance_id": self.instance_id, "reward": self.reward, "fraction": self.fraction,
-                "flags": list(self.flags), "seconds": self.seconds}
+                "flags": list(self.flags), "seconds": self.seconds, "monitor": list(self.monitor)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> GradeResult:
         return cls(str(d["instance_id"]), float(d["reward"]), float(d.get("fraction", 0.0)),
-                   tuple(RewardFlag(f) for f in d.get("flags", ())), float(d.get("seconds", 0.0)))
+                   tuple(RewardFlag(f) for f in d.get("flags", ())), float(d.get("seconds", 0.0)),
+                   tuple(d.get("monitor", ())))
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,4 +115,5 @@ def from_reward_result(r: RewardResult) -> GradeResult:
     """A ``taskforge.reward.reward.RewardResult`` as the loop's ``GradeResult``."""
     timings = dict(r.timings)
     seconds = float(timings.get("total_s", sum(timings.values())))
-    return GradeResult(r.instance_id, float(r.score), float(r.fraction), tuple(r.flags), seconds)
+    return GradeResult(r.instance_id, float(r.score), float(r.fraction), tuple(r.flags), seconds,
+                       tuple(f.rule for f in r.findings))

@@ -62,6 +62,7 @@ class StepMetrics:
     loss: float | None = None
     policy: dict[str, float] = field(default_factory=dict)  # whatever policy.update reported
     flags: dict[str, int] = field(default_factory=dict)  # grading flags (tampering, timeout, ...) -> count
+    monitor: dict[str, int] = field(default_factory=dict)  # patch-monitor rule -> findings in this step's rollouts
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -136,14 +137,16 @@ def run_step(step: int, tasks: Sequence[Task], policy: Policy, grader: Grader, s
     stats = sampler.update([GroupOutcome(g.index, g.rewards) for g in seen])
     report = policy.update(kept) if kept else {}
     diffs = [g.task.difficulty.score for g in seen]
-    flags = Counter(f for g in seen for grade in g.grades for f in grade.flags)
+    flags = Counter(str(f) for g in seen for grade in g.grades for f in grade.flags)
+    monitor = Counter(rule for g in seen for grade in g.grades for rule in grade.monitor)
     return StepMetrics(
         step=step, pass_rate=statistics.fmean(r for g in seen for r in g.rewards),
         difficulty_mean=statistics.fmean(diffs), difficulty_std=statistics.pstdev(diffs),
         target=stats.target, zero_variance_fraction=stats.zero_variance_fraction,
         grading_seconds=grading_s, step_seconds=time.perf_counter() - t0,
         rollouts=sum(len(g.patches) for g in seen), gen_batches=gen, kept_groups=len(kept),
-        loss=report.get("loss"), policy={k: float(v) for k, v in report.items()}, flags=dict(sorted(flags.items())))
+        loss=report.get("loss"), policy={k: float(v) for k, v in report.items()}, flags=dict(sorted(flags.items())),
+        monitor=dict(sorted(monitor.items())))
 
 
 def _truncate_log(log_path: Path, upto_step: int) -> None:
