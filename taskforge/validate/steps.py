@@ -153,12 +153,14 @@ class _Validation:
                                        round(time.monotonic() - t, 3)))
         return out.report.nodeids(), out.report.collection_errors
 
-    def grade(self, task: Task, patch: str, trees: Any) -> Any:
+    def grade(self, task: Task, patch: str, trees: Any, *, trusted: bool = False) -> Any:
+        """Grade through the reward path; ``trusted`` (our own code: the empty patch, the battery's
+        stand-ins) may fork from the warm sandbox, the gold patch is graded as an agent's patch is."""
         from taskforge.reward.reward import reward
 
         t = time.monotonic()
         res = reward(task, patch, sandbox=self.sandbox, trees=trees, tracebacks=self.naive,
-                     settings=self.settings,
+                     settings=self.settings, trusted=trusted,
                      envs=FixedEnv(self.env_for_run()))  # type: ignore[arg-type]
         self.test_seconds += time.monotonic() - t
         return res
@@ -315,10 +317,10 @@ class _Validation:
             t = time.monotonic()
             full = repeat == 1 or self.naive
             graded = task if full else dataclasses.replace(task, pass_to_pass=affected_p2p)
-            res = self.grade(graded, "", trees)
+            res = self.grade(graded, "", trees, trusted=True)
             outcomes = dict(res.outcomes)
             ok = res.score == 0.0 and res.fraction == 0.0 and not _zeroing(res)
-            red = tuple(n for n in graded.pass_to_pass if outcomes.get(n) not in ("passed", "xfailed"))
+            red = tuple(n for n in graded.pass_to_pass if outcomes.get(n) != "passed")
             self.runs.append(ValidationRun("empty_patch", repeat, ok, outcomes, res.timings.get("total_s", 0.0)))
             if ok and red:
                 red_in_empty.update(red)
@@ -351,10 +353,10 @@ class _Validation:
             return self.reject(RejectReason.UNSTABLE, f"{check} repeat {repeat} disagrees: {res.detail}")
         if check == "gold_patch":
             return self.reject(RejectReason.GOLD_FAILED, f"gold scored {res.score}: {res.flags} {res.detail}")
-        still = [n for n in graded.fail_to_pass if outcomes.get(n) in ("passed", "xfailed")]
+        still = [n for n in graded.fail_to_pass if outcomes.get(n) == "passed"]
         if still:
             return self.reject(RejectReason.F2P_DID_NOT_FAIL, f"{len(still)} hidden tests pass, e.g. {still[0]}")
-        red = [n for n in graded.pass_to_pass if outcomes.get(n) not in ("passed", "xfailed")]
+        red = [n for n in graded.pass_to_pass if outcomes.get(n) != "passed"]
         return self.reject(RejectReason.SUITE_RED_AFTER_DELETION,
                            f"{len(red)} PASS_TO_PASS tests fail, e.g. {red[:1]}; flags {list(res.flags)} {res.detail}")
 
