@@ -1,6 +1,6 @@
 """Grading latency: grade one task's gold patch N times through ``reward`` and report p50/p95.
 
-    python -m taskforge.bench.reward_latency DATASET [INSTANCE_ID] [--n 20] [--sandbox local] [--jobs 1]
+    taskforge bench reward-latency DATASET [INSTANCE_ID] [--n 20] [--sandbox local,local-unsafe,docker]
 
 Every grading is a full reward run (fresh workspace from the dataset archive, patch vetting, restore,
 canaries, sandbox run); the prepared environment is reused, as in training. The first grading (which
@@ -9,13 +9,13 @@ may build the environment) is reported separately and left out of the percentile
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 
 def measure(dataset: Path, instance_id: str | None, n: int, sandbox_name: str, jobs: int) -> dict[str, Any]:
@@ -57,17 +57,36 @@ def measure(dataset: Path, instance_id: str | None, n: int, sandbox_name: str, j
             "run_p50_s": round(statistics.median(runs), 3), "tests": len(task.fail_to_pass) + len(task.pass_to_pass)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dataset", type=Path)
-    parser.add_argument("instance_id", nargs="?")
-    parser.add_argument("--n", type=int, default=20)
-    parser.add_argument("--sandbox", default="local")
-    parser.add_argument("--jobs", type=int, default=1)
-    args = parser.parse_args(argv)
-    print(json.dumps(measure(args.dataset, args.instance_id, args.n, args.sandbox, args.jobs)))
-    return 0
+def compare(dataset: Path, instance_id: str | None, n: int, sandboxes: list[str], jobs: int) -> dict[str, Any]:
+    """``measure`` on each sandbox; ``isolation_cost_s``: confined ``local`` p50 minus ``local-unsafe`` p50."""
+    import os
+
+    rows = [measure(dataset, instance_id, n, name, jobs) for name in sandboxes]
+    by = {r["sandbox"]: r for r in rows}
+    out: dict[str, Any] = {"rows": rows, "load_1min": round(os.getloadavg()[0], 2)}
+    if "local" in by and "local-unsafe" in by:
+        out["isolation_cost_s"] = round(by["local"]["p50_s"] - by["local-unsafe"]["p50_s"], 3)
+    if "docker" in by and "local-unsafe" in by:
+        out["docker_cost_s"] = round(by["docker"]["p50_s"] - by["local-unsafe"]["p50_s"], 3)
+    return out
+
+
+def reward_latency(
+    dataset: Annotated[Path, typer.Argument(help="A dataset directory (taskforge generate --out).")],
+    instance_id: Annotated[str | None, typer.Argument(help="Task to grade (default: the first).")] = None,
+    n: Annotated[int, typer.Option("--n", help="Gradings per sandbox (after one warm-up).")] = 20,
+    sandbox: Annotated[str, typer.Option("--sandbox", help="Comma-separated sandboxes to compare.")]
+    = "local,local-unsafe,docker",
+    jobs: Annotated[int, typer.Option("--jobs", help="Gradings in parallel.")] = 1,
+) -> None:
+    """What a grading costs per sandbox (p50/p95 of the gold patch's full reward run), and what the
+    isolation of the confined local sandbox and of docker adds over an unconfined run."""
+    print(json.dumps(compare(dataset, instance_id, n, [s for s in sandbox.split(",") if s], jobs), indent=2))
+
+
+def register(bench_app: typer.Typer) -> None:
+    bench_app.command("reward-latency")(reward_latency)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    typer.run(reward_latency)

@@ -22,6 +22,7 @@ _BENCH_MODULES = {
     "audit-cost": "taskforge.bench.audit_cost",
     "docker-overhead": "taskforge.bench.docker_overhead",
     "generate": "taskforge.bench.generate",
+    "reward-latency": "taskforge.bench.reward_latency",
 }
 
 
