@@ -28,6 +28,7 @@ class RejectReason(enum.StrEnum):
     GOLD_FAILED = "gold_failed"  # the gold patch does not make everything pass
     UNSTABLE = "unstable"  # outcomes differ across repeats
     LEAK_FOUND = "leak_found"
+    CHEATABLE = "cheatable"  # a cheap stand-in for the deleted code passes the hidden tests (the battery)
     TIMEOUT = "timeout"
     DUPLICATE = "duplicate"
     INTERNAL_ERROR = "internal_error"  # a bug of ours; carries the exception text as detail

@@ -30,7 +30,10 @@ class Settings:
     sandbox: str = _doc("Backend that runs tests: local (confined by bubblewrap) | docker | auto (docker when a "
                         "daemon answers) | local-unsafe (no isolation: trusted code only).", "local")
     monitor_zero: bool = _doc("Score 0 for a patch in which the patch monitor finds a hack signature (the "
-                              "findings are always reported, flag 'suspicious').", False)
+                              "findings are always reported, flag 'suspicious'); rules the task's own gold "
+                              "patch fires are exempt for that task.", True)
+    battery: bool = _doc("At validation, grade cheap cheating stand-ins (always-equal object, None, first "
+                         "argument, xfail, skip, frame oracle) and reject tasks they pass.", True)
     local_memory_mb: int = _doc("Memory cap of one confined local test run (MB).", 4096)
     local_pids: int = _doc("Process cap of one confined local test run.", 1024)
     python: str = _doc("Python interpreter used to build environments (local sandbox).", "python3.11")

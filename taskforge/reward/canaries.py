@@ -111,7 +111,8 @@ def _insert_points(source: str, tree: ast.Module) -> list[int]:
 
 
 def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, src_root: str = ".", count: int = 12,
-                   allowed_plugin_files: Iterable[str] = (), rng: random.Random | None = None) -> CanaryPlan:
+                   allowed_plugin_files: Iterable[str] = (), rng: random.Random | None = None,
+                   strict_eq: str = "") -> CanaryPlan:
     """Write canaries and the grading plugin into ``workspace``; return the secret plan."""
     rng = rng or random.Random(secrets.randbits(64))
     hosts: list[tuple[str, str, ast.Module]] = []
@@ -177,7 +178,7 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, src_root: st
     files.append(standalone)
     last = rng.choice(sorted(n for n, w in expect.items() if w == "pass"))
     module = f"_tfg{secrets.token_hex(6)}"
-    config = {"canaries": expect, "kinds": kinds, "last": last,
+    config = {"canaries": expect, "kinds": kinds, "last": last, "strict_eq": strict_eq,
               "allowed_plugin_files": sorted(str(workspace / p) for p in allowed_plugin_files)}
     template = _PLUGIN_TEMPLATE.read_text(encoding="utf-8")
     if _PLACEHOLDER not in template:

@@ -97,6 +97,51 @@ def _build() -> dict:  # type: ignore[type-arg]
     pm_snap: dict[str, object] = {}
     code_snap: dict[str, object] = {}
 
+    import builtins
+    import unittest
+
+    class _Unseen:  # a value no honest object has ever been compared with
+        __slots__ = ()
+
+    honest_types = (int, float, complex, str, bytes, bool, type(None))
+
+    def suspect(value: object, depth: int = 0) -> bool:
+        """An instance of a workspace class that equals a fresh sentinel (or holds one, shallowly)."""
+        kind = type(value)
+        if kind in honest_types or depth > 3:
+            return False
+        if kind in (list, tuple, set, frozenset):
+            return any(suspect(v, depth + 1) for v in list(value)[:1000])  # type: ignore[call-overload]
+        if kind is dict:
+            return any(suspect(k, depth + 1) or suspect(v, depth + 1)
+                       for k, v in list(value.items())[:1000])  # type: ignore[attr-defined]
+        module = sys.modules.get(getattr(kind, "__module__", "") or "")
+        if not inside(getattr(module, "__file__", None) or "/"):
+            return False
+        try:
+            return bool(value == _Unseen())
+        except Exception:
+            return False
+
+    def strict_eq(left: object, right: object) -> object:
+        result = left == right
+        if result is True and (suspect(left) or suspect(right)):
+            return False
+        return result
+
+    eq_name = str(cfg.get("strict_eq", ""))
+    if eq_name:
+        setattr(builtins, eq_name, strict_eq)
+    plain_assert_equal = unittest.TestCase.assertEqual
+
+    def assert_equal(self: unittest.TestCase, first: object, second: object, msg: object = None) -> None:
+        plain_assert_equal(self, first, second, msg)
+        if suspect(first) or suspect(second):
+            raise self.failureException(msg or "an object that equals anything is not a value")
+
+    unittest.TestCase.assertEqual = assert_equal  # type: ignore[method-assign]
+    unittest.TestCase.assertEquals = assert_equal  # type: ignore[attr-defined]
+
     def tracing() -> list[str]:
         out = []
         if sys.getprofile() is not None or sys.gettrace() is not None:
@@ -122,6 +167,10 @@ def _build() -> dict:  # type: ignore[type-arg]
 
     def integrity(session: object) -> list[str]:
         bad = list(problems) + tracing()
+        if eq_name and getattr(builtins, eq_name, None) is not strict_eq:
+            bad.append("the strict equality of the hidden tests was replaced")
+        if unittest.TestCase.__dict__.get("assertEqual") is not assert_equal:
+            bad.append("unittest.TestCase.assertEqual was replaced")
         pm = session.config.pluginmanager  # type: ignore[attr-defined]
         if pm_snap and (getattr(pm, "_inner_hookexec", None) is not pm_snap["_inner_hookexec"]
                         or vars(pm).get("_hookexec") is not pm_snap["_hookexec"]):

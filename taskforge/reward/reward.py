@@ -17,6 +17,7 @@ scores 0 and sets the ``tampering`` flag.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import secrets
 import shutil
 import tempfile
@@ -40,6 +41,7 @@ from taskforge.reward.canaries import plant_canaries
 from taskforge.reward.monitor import scan_patch
 from taskforge.reward.patch_guard import ProtectedPaths, apply_vetted, vet_patch
 from taskforge.reward.result import ZEROING_FLAGS, RewardFlag, RewardResult
+from taskforge.reward.strict_asserts import strict_source
 from taskforge.reward.workspace import (
     OriginalTree,
     original_ini,
@@ -111,7 +113,7 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
         timings["workspace_s"] = time.monotonic() - start - timings["prepare_s"]
         if isinstance(outcome, RewardResult):
             timings["total_s"] = time.monotonic() - start
-            return _monitored(_result(task, outcome.flags, outcome.detail, timings), patch, settings)
+            return _monitored(_result(task, outcome.flags, outcome.detail, timings), patch, settings, task)
         args, plan, flags, detail, read_only, allowed = outcome
         request = RunRequest(tests=tuple(args), timeout_s=timeout, tracebacks=tracebacks,
                              env={"PYTEST_ADDOPTS": "", "PYTEST_PLUGINS": ""}, read_only=read_only,
@@ -125,12 +127,22 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
             return _result(task, [RewardFlag.GRADER_ERROR], f"sandbox {sandbox.name} failed: {exc}", timings)
         timings["run_s"] = time.monotonic() - run_start
     timings["total_s"] = time.monotonic() - start
-    return _monitored(_score(task, report, plan, flags, detail, timings), patch, settings)
+    return _monitored(_score(task, report, plan, flags, detail, timings), patch, settings, task)
 
 
-def _monitored(result: RewardResult, patch: str, settings: Settings) -> RewardResult:
-    """Add the patch monitor's findings (flag ``suspicious``); zero the score on a hit when configured."""
-    findings = scan_patch(patch)
+@functools.lru_cache(maxsize=256)
+def _gold_rules(gold: str) -> frozenset[str]:
+    return frozenset(f.rule for f in scan_patch(gold))
+
+
+def _monitored(result: RewardResult, patch: str, settings: Settings, task: Task) -> RewardResult:
+    """Add the patch monitor's findings (flag ``suspicious``); zero the score on a hit when configured.
+
+    Rules the task's own gold patch fires (the deleted feature itself inspects frames, say) are exempt
+    for that task: the reference solution is never suspicious.
+    """
+    exempt = _gold_rules(task.patch)
+    findings = tuple(f for f in scan_patch(patch) if f.rule not in exempt)
     if not findings:
         return result
     result = dataclasses.replace(result, flags=(*result.flags, RewardFlag.SUSPICIOUS), findings=findings)
@@ -181,7 +193,11 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path) -> Reward
     write_clean_ini(ini, workspace / ini_name)
     hidden = sorted(f for f in {n.split("::")[0] for n in task.fail_to_pass} if (workspace / f).is_file())
     src_root = next((r for r in spec.src_roots if (workspace / r).is_dir()), ".")
-    plan = plant_canaries(workspace, hidden, src_root=src_root, allowed_plugin_files=plugins)
+    strict = f"_tfq{secrets.token_hex(5)}"
+    for rel in hidden:  # ``assert a == b`` an always-equal object cannot pass (taskforge.reward.strict_asserts)
+        path = workspace / rel
+        path.write_text(strict_source(path.read_text(encoding="utf-8"), strict), encoding="utf-8")
+    plan = plant_canaries(workspace, hidden, src_root=src_root, allowed_plugin_files=plugins, strict_eq=strict)
     args = ["-c", ini_name, "--rootdir=.", "--confcutdir=.", "-p", plan.plugin_module, *pinned_options(ini),
             *tests, *plan.nodeids]
     return args, plan, flags, detail, (*read_only_paths(workspace, protected), ini_name), \

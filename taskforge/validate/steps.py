@@ -265,10 +265,39 @@ class _Validation:
             if not audit.passed:
                 hit = audit.hits[0]
                 return self.reject(RejectReason.LEAK_FOUND, f"{hit.channel}:{hit.path}: {hit.evidence}")
+            if self.settings.battery and not self.naive:
+                battery = self._battery(task)
+                t = self.lap("battery", t)
+                if battery.cheatable:
+                    return self.reject(RejectReason.CHEATABLE, battery.detail)
         task = dataclasses.replace(task, validation=tuple(self.runs), audit=audit,
                                    provenance={**task.provenance, "stage_seconds": dict(self.stages),
                                                "test_seconds": round(self.test_seconds, 3)})
         return self.result(Accepted(task))
+
+    def _battery(self, task: Task) -> Any:
+        """Grade the cheap stand-ins on the hidden tests; each grading is recorded as a validation run.
+
+        ``frame_oracle`` is graded and recorded but rejects nothing: it beats any ``assert f(x) == y``
+        test, and the reward's patch monitor zeroes what reads frames (``frame_inspection``).
+        """
+        from taskforge.reward.workspace import DirectoryTrees
+        from taskforge.validate.battery import STAND_INS, run_battery
+
+        trees = DirectoryTrees(self.profile.repo_dir)
+        hidden_only = dataclasses.replace(task, pass_to_pass=())
+        names = list(STAND_INS)
+        order = iter(names)
+
+        def grade(patch: str) -> Any:  # run_battery grades the stand-ins in ``names`` order
+            name = next(order)
+            res = self.grade(hidden_only, patch, trees, trusted=True)
+            self.runs.append(ValidationRun(f"battery_{name}", 1, res.score == 0.0, dict(res.outcomes),
+                                           res.timings.get("total_s", 0.0)))
+            return res
+
+        result = run_battery(task, self.profile.repo_dir, grade, names=names)
+        return dataclasses.replace(result, scores={k: v for k, v in result.scores.items() if k != "frame_oracle"})
 
     def _affected(self, before: Mapping[str, str | None], after: Mapping[str, str | None],
                   among: frozenset[str]) -> set[str]:

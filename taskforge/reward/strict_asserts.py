@@ -1,0 +1,62 @@
+"""Equality an always-equal object cannot fake: hidden tests' ``assert a == b`` made strict at grading.
+
+An "implementation" that returns an object whose ``__eq__`` is always true passes every
+``assert f(x) == expected``. At grading, the hidden test files (restored from the original, so the
+grader owns them) are rewritten with libcst: ``assert A == B`` becomes ``assert NAME(A, B)`` (message,
+position and everything else kept), where ``NAME`` is a random builtin the grading plugin installs
+before any project code runs (``taskforge/reward/grading_plugin.py``: ``strict_eq``). It compares as
+``==`` does, then refuses a true result when either side (or an element of a list, tuple, set or dict on
+either side) is an instance of a class defined in the workspace that also equals a fresh sentinel
+object: honest values do not equal an object they have never seen. Types from the standard library or
+site-packages (``unittest.mock.ANY`` is meant to equal anything) are trusted. ``TestCase.assertEqual``
+gets the same check in the plugin.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import libcst as cst
+
+
+class _StrictEq(cst.CSTTransformer):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.changed = 0
+
+    def leave_Assert(self, original: cst.Assert, updated: cst.Assert) -> cst.Assert:
+        test = updated.test
+        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+            return updated
+        target = test.comparisons[0]
+        if not isinstance(target.operator, cst.Equal):
+            return updated
+        self.changed += 1
+        call = cst.Call(func=cst.Name(self.name), args=[
+            cst.Arg(test.left, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+            cst.Arg(target.comparator)])
+        return updated.with_changes(test=call.with_changes(lpar=test.lpar, rpar=test.rpar))
+
+
+_PLACEHOLDER = "__taskforge_strict_eq__"
+
+
+def strict_source(source: str, name: str) -> str:
+    """``source`` with every ``assert A == B`` turned into ``assert name(A, B)``; unparsable: unchanged."""
+    return _strict(source).replace(f"{_PLACEHOLDER}(", f"{name}(")
+
+
+@functools.lru_cache(maxsize=512)
+def _strict(source: str) -> str:
+    if _PLACEHOLDER in source:
+        return source
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return source
+    transformer = _StrictEq(_PLACEHOLDER)
+    out = module.visit(transformer)
+    return out.code if transformer.changed else source
+
+
+__all__ = ["strict_source"]
