@@ -308,6 +308,11 @@ def main(argv: list[str]) -> int:
         return 4
     with open(argv[1], encoding="utf-8") as fh:
         request = json.load(fh)
+    if request.get("grading"):
+        try:
+            os.unlink(argv[1])  # what the run was asked (its test ids) is nothing the graded code may read
+        except OSError:
+            pass
     open_channel(request)
     send({"k": "hello", "pid": os.getpid()})
     start = time.monotonic()

@@ -128,7 +128,8 @@ RULES: Mapping[str, Rule] = {r.name: r for r in (
     _rule("env_probe", "reads the grading environment (pytest, taskforge or CI variables) to detect a test run",
           str=r"^(PYTEST_(?!CURRENT_TEST)\w*|TASKFORGE\w*|_?TFG\w*|CI|GITHUB_ACTIONS|GITLAB_CI|BUILDKITE|"
           r"CONTINUOUS_INTEGRATION|TRAVIS|JENKINS_URL|TF_BUILD)$"),
-    _rule("dynamic_code", "runs code built at run time, the vehicle of obfuscation", call=r"^(exec|eval|__import__)$"),
+    _rule("dynamic_code", "runs code built at run time, the vehicle of obfuscation",
+          call=r"^(exec|eval|compile|__import__|importlib\.__import__)$"),
 )}
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import random
 import secrets
 import shutil
 import tempfile
@@ -198,8 +199,10 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path) -> Reward
         path = workspace / rel
         path.write_text(strict_source(path.read_text(encoding="utf-8"), strict), encoding="utf-8")
     plan = plant_canaries(workspace, hidden, src_root=src_root, allowed_plugin_files=plugins, strict_eq=strict)
+    selected = [*tests, *plan.nodeids]
+    random.SystemRandom().shuffle(selected)  # canaries are not the last ids of the request
     args = ["-c", ini_name, "--rootdir=.", "--confcutdir=.", "-p", plan.plugin_module, *pinned_options(ini),
-            *tests, *plan.nodeids]
+            *selected]
     return args, plan, flags, detail, (*read_only_paths(workspace, protected), ini_name), \
         top_level_names(original, spec.src_roots)
 
