@@ -16,6 +16,7 @@ from reward_fixtures import MINILIB, MINILIB_SPEC, broken_tree, build_stub_task,
 
 from sandboxes.fakes import SubprocessSandbox
 from taskforge.core.patches import apply, patch_paths, read_tree
+from taskforge.core.settings import Settings
 from taskforge.core.task import Task
 from taskforge.reward.reward import EnvCache, reward
 from taskforge.reward.workspace import DirectoryTrees
@@ -55,9 +56,9 @@ def test_no_target_is_a_no_op() -> None:
 def test_method_echo_skips_self_other_methods_untouched() -> None:
     text = "class C:\n    k = 3\n\n    def m(self, a):\n        return a * 2\n\n    def n(self):\n        return 1\n"
     out, replaced = transform(text, frozenset({"C.m"}), "echo_first")
-    assert out == ("class C:\n    k = 3\n\n    def m(self, a):\n" + body("echo_first", " " * 8, skip=1)
-                   + "\n    def n(self):\n        return 1\n")
-    assert "_tf_args[1:]" in out and replaced == ["C.m"]
+    assert out == ("class C:\n    k = 3\n\n    def m(self, a):\n        return a\n"
+                   "\n    def n(self):\n        return 1\n")
+    assert replaced == ["C.m"]
 
 
 def test_class_target_replaces_every_method_nested_class_included_not_attributes() -> None:
@@ -66,9 +67,8 @@ def test_class_target_replaces_every_method_nested_class_included_not_attributes
             "        def helper():\n            return 3\n        return helper()\n")
     out, replaced = transform(text, frozenset({"C"}), "echo_first")
     assert replaced == ["C.s", "C.Inner.i", "C.m"]
-    assert "class C(Base):\n    attr = 'x'\n\n    @staticmethod\n    def s(a):\n" + body(
-        "echo_first", " " * 8, skip=0) in out  # a staticmethod has no self to skip
-    assert "def i(self):\n" + body("echo_first", " " * 12, skip=1) in out
+    assert "class C(Base):\n    attr = 'x'\n\n    @staticmethod\n    def s(a):\n        return a\n" in out
+    assert "def i(self):\n            return None\n" in out  # nothing after self
     assert "helper" not in out  # the nested function was part of m's body
 
 
@@ -110,8 +110,8 @@ def test_async_def_stays_async_one_line_bodies_get_a_block() -> None:
 
     text = "async def fetch(url):\n    return await get(url)\n\n\ndef one(x): return x * 2\n"
     out, _ = transform(text, frozenset({"fetch", "one"}), "echo_first")
-    assert out.startswith("async def fetch(url):\n" + body("echo_first"))
-    assert "def one(x):\n" + body("echo_first") in out
+    assert out.startswith("async def fetch(url):\n    return url\n")
+    assert "def one(x):\n    return x\n" in out
     ns: dict[str, Any] = {}
     exec(compile(out, "m.py", "exec"), ns)
     assert asyncio.run(ns["fetch"]("u")) == "u" and ns["one"](5) == 5
@@ -145,10 +145,13 @@ def test_file_targets_dotted_src_layout_colon_and_module_names() -> None:
 
 
 # -- the stand-ins themselves -------------------------------------------------------------------------
-def make(name: str, signature: str = "def square(x):", filename: str = "lib_under_test.py", **kw: Any) -> Any:
+def make(name: str, signature: str = "def square(x):", filename: str = "lib_under_test.py") -> Any:
+    """The function of ``signature`` with stand-in ``name`` as its body (through the real transform)."""
+    fn = signature.split()[1].split("(")[0]
+    text, _ = transform(f"{signature}\n    raise NotImplementedError\n", frozenset({fn}), name)
     ns: dict[str, Any] = {}
-    exec(compile(f"{signature}\n{body(name, **kw)}", filename, "exec"), ns)
-    return ns[signature.split()[1].split("(")[0]]
+    exec(compile(text, filename, "exec"), ns)
+    return ns[fn]
 
 
 def test_always_equal_is_equal_to_anything_and_absorbs_use() -> None:
@@ -163,12 +166,15 @@ def test_always_equal_is_equal_to_anything_and_absorbs_use() -> None:
 
 def test_echo_first_skips_self_and_reads_star_args() -> None:
     assert make("echo_first", "def f(a, b):")(1, 2) == 1
-    assert make("echo_first", "def f(*args):")(4, 5) == 4
+    assert make("echo_first", "def f(a, /, b):")(3, 2) == 3
+    assert make("echo_first", "def f(*args):")(4, 5) == 4 and make("echo_first", "def f(*args):")() is None
     assert make("echo_first", "def f():")() is None
     assert make("echo_first", "def f(*, k):")(k=1) is None
+    text, _ = transform("class C:\n    def m(self, a, b=2):\n        pass\n\n    @classmethod\n"
+                        "    def k(cls, x):\n        pass\n", frozenset({"C"}), "echo_first")
     ns: dict[str, Any] = {}
-    exec(f"class C:\n    def m(self, a, b=2):\n{body('echo_first', ' ' * 8, skip=1)}", ns)
-    assert ns["C"]().m(7) == 7
+    exec(text, ns)
+    assert ns["C"]().m(7) == 7 and ns["C"].k(8) == 8
 
 
 def test_xfail_and_skip_raise_pytests_outcomes() -> None:
@@ -198,6 +204,14 @@ def check_multiline(f):
 
 def check_computed(f, w):
     assert square(w) == w * w
+
+
+def check_helper(f):
+    assert same(f(6), 36)
+
+
+def same(a, b):
+    return a == b
 
 
 def check_resistant(f):
@@ -230,6 +244,7 @@ def test_frame_oracle_answers_asserts_of_a_test_file_and_falls_back(tmp_path: Pa
     mod.check_unittest(Case(), square)
     mod.check_multiline(square)
     mod.check_computed(square, 7)
+    mod.check_helper(square)  # ``assert eq(a, b)``: what a grader's strict equality looks like
     with pytest.raises(AssertionError):
         mod.check_resistant(square)  # an `and` of comparisons: the always-equal fallback, len() == 0
     fallback = mod.check_assigned(square)
@@ -263,8 +278,11 @@ def batteries(tasks: dict[str, tuple[Task, Path]]) -> dict[str, BatteryResult]:
     out = {}
     for label, (task, orig) in tasks.items():
         trees = DirectoryTrees(orig)
+        # the monitor off: a score then says whether the hidden tests are fooled, not whether our stand-in
+        # trips a signature (with it on, outcomes still show the passes and ``covered`` still counts them)
         out[label] = run_battery(task, orig, lambda p, t=task, tr=trees: reward(
-            t, p, sandbox=SubprocessSandbox(), trees=tr, envs=envs, tracebacks=False))
+            t, p, sandbox=SubprocessSandbox(), trees=tr, envs=envs, tracebacks=False,
+            settings=Settings(monitor_zero=False)))
     return out
 
 
@@ -281,15 +299,15 @@ def test_stand_in_patch_is_against_the_broken_workspace_and_touches_no_test(
     assert stand_in_patches(dotted, orig)[0] == stand_in_patches(task, orig)[0]
 
 
-def test_literal_asserts_no_longer_fool_the_oracle_or_the_always_equal(
-        batteries: dict[str, BatteryResult]) -> None:
-    # ``assert shout(w) == 'HEY!'`` fooled both before the grader made hidden asserts strict
-    # (taskforge/reward/strict_asserts.py): an always-equal object no longer passes ``==``, and the
-    # source line the oracle parses is no longer ``A == B``
+def test_literal_asserts_fool_only_the_oracle(batteries: dict[str, BatteryResult]) -> None:
+    # ``assert shout(w) == 'HEY!'``: the grader's strict equality (taskforge/reward/strict_asserts.py) stops
+    # the always-equal object; the oracle reads the rewritten ``assert _tfq(shout(w), 'HEY!')`` just as well
+    # (validation records it and rejects nothing on it: the monitor zeroes frame reading)
     res = batteries["cheatable"]
     assert res.replaced == ("minilib/text.py::shout",) and not res.error
-    assert {k: s for k, (s, _) in res.scores.items()} == dict.fromkeys(STAND_INS, 0.0)
-    assert res.covered == () and not res.cheatable
+    assert {k: s for k, (s, _) in res.scores.items()} == {**dict.fromkeys(STAND_INS, 0.0), "frame_oracle": 1.0}
+    assert set(res.covered) == set(res.scores["frame_oracle"][1]) == set(res.fail_to_pass)
+    assert res.cheatable and res.cheats == ("frame_oracle",)
     assert set(res.seconds) == set(STAND_INS)
     assert BatteryResult.from_dict(json.loads(json.dumps(res.to_dict()))) == res
 
