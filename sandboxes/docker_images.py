@@ -119,12 +119,13 @@ def tar_directory(root: Path, arcname: str, *, uid: int = 0, exclude: Iterable[s
     the members of ``extra_tar``.
 
     ``read_only`` (paths relative to ``root``): those files and directories, and everything under the
-    directories, belong to root (files 0644, directories 0755), and the top directory becomes root's
-    with the sticky bit (1777): a run as ``uid`` can add files next to them but can neither change,
-    replace, rename nor delete them, nor add files inside a read-only directory.
+    directories, belong to root (files 0644, directories 0755), and every directory above them becomes
+    root's with the sticky bit (1777): a run as ``uid`` can add files next to them but can neither
+    change, replace, rename nor delete them, nor add files inside a read-only directory.
     """
     skip = set(exclude)
     frozen = tuple(f"{arcname}/{p.strip('/')}" for p in read_only)
+    above = {arcname} | {"/".join(f.split("/")[:i]) for f in frozen for i in range(1, f.count("/") + 1)}
 
     def owned(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
         if Path(info.name).name in skip:
@@ -132,7 +133,7 @@ def tar_directory(root: Path, arcname: str, *, uid: int = 0, exclude: Iterable[s
         info.uid = info.gid = uid
         info.uname = info.gname = ""
         info.mode |= 0o600 if info.isfile() else (0o700 if info.isdir() else 0)
-        if frozen and info.name == arcname:
+        if frozen and info.name in above and info.isdir():
             info.uid = info.gid = 0
             info.mode = 0o1777
         elif frozen and any(info.name == f or info.name.startswith(f + "/") for f in frozen):

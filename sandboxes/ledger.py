@@ -9,7 +9,9 @@ arrived into a ``TestReport``, after the whole process tree of the run is dead:
 - a line that is not a record, a record before ``hello`` or after ``end``: forged;
 - no ``end``: the run never finished (killed, exited early, crashed): ``NO_REPORT``, with the results
   that did arrive;
-- a ``shadow`` record: the runner refused a workspace module that hides an installed one: ``SHADOWING``.
+- a ``shadow`` record: the runner refused a workspace module that hides an installed one: ``SHADOWING``;
+- a test record under a collector that failed (a file that did not import): forged (pytest runs
+  nothing of it).
 
 A test is in the report once its teardown record came (pytest always tears down what it set up): a
 test whose run was cut short is missing, never "passed" on the strength of its setup.
@@ -116,6 +118,10 @@ def read_ledger(data: bytes | Iterable[bytes], *, exit_code: int | None, elapsed
     for line in lines:
         if line.strip():
             ledger.take(line.strip())
+    broken = tuple(e for e in ledger.collection_errors if e != "<session>")
+    for nodeid in [n for n in ledger.outcomes if any(n == e or n.startswith(e + "::") for e in broken)]:
+        ledger.forged.append(f"a result for {nodeid}, whose file failed to collect")
+        del ledger.outcomes[nodeid]
     flags: list[ReportFlag] = []
     if collect_only:
         flags.append(ReportFlag.COLLECT_ONLY)

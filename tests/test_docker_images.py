@@ -65,3 +65,19 @@ def test_tars_are_owned_by_the_run_user(tmp_path):
     data = tar_bytes({"io/r.json": b"{}"}, uid=7, dirs=("io",))
     with tarfile.open(fileobj=io.BytesIO(data)) as t:
         assert [(m.name, m.isdir(), m.uid) for m in t.getmembers()] == [("io", True, 7), ("io/r.json", False, 7)]
+
+
+def test_read_only_paths_and_every_directory_above_them_belong_to_root(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("t")
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "sub" / "conftest.py").write_text("c")
+    (tmp_path / "pkg" / "mod.py").write_text("m")
+    data = tar_directory(tmp_path, "workspace", uid=65534, read_only=("tests", "pkg/sub/conftest.py"))
+    with tarfile.open(fileobj=io.BytesIO(data)) as t:
+        info = {m.name: (m.uid, m.mode & 0o7777) for m in t.getmembers()}
+    assert info["workspace"] == (0, 0o1777) and info["workspace/pkg"] == (0, 0o1777)
+    assert info["workspace/pkg/sub"] == (0, 0o1777)  # a run cannot rename the conftest away
+    assert info["workspace/tests"][0] == 0 and info["workspace/tests"][1] & 0o022 == 0  # no new files inside
+    assert info["workspace/tests/test_a.py"][0] == 0 and info["workspace/pkg/sub/conftest.py"][0] == 0
+    assert info["workspace/pkg/mod.py"][0] == 65534  # source stays the run's

@@ -266,7 +266,7 @@ class _Validation:
             if not audit.passed:
                 hit = audit.hits[0]
                 return self.reject(RejectReason.LEAK_FOUND, f"{hit.channel}:{hit.path}: {hit.evidence}")
-            if self.settings.battery and not self.naive:
+            if self.settings.battery:  # part of the contract: naive mode pays for it too
                 battery = self._battery(task)
                 t = self.lap("battery", t)
                 if battery.cheatable:
