@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from sandboxes.fakes import SubprocessSandbox
 from taskforge.core.task import Task
 from taskforge.dataset import DatasetWriter
-from taskforge.reward.reward import RewardResult, reward_many
 from taskforge.reward.result import RewardFlag
+from taskforge.reward.reward import RewardResult, reward_many
 from taskforge.reward.verl import extract_patch
 from taskforge.reward.workspace import DatasetTrees, DirectoryTrees
 
