@@ -83,3 +83,15 @@ def test_export_each_format(dataset: Path, tmp_path: Path) -> None:
 def test_unknown_format_is_a_usage_error(dataset: Path, tmp_path: Path) -> None:
     result = runner.invoke(app, ["export", str(dataset), "--format", "csv", "--out", str(tmp_path / "x")])
     assert result.exit_code == 2 and "csv" in result.output
+
+
+def test_export_harbor_network_mode(dataset: Path, tmp_path: Path) -> None:
+    bad = runner.invoke(app, ["export", str(dataset), "--format", "harbor", "--out", str(tmp_path / "b"),
+                              "--network", "wifi"])
+    assert bad.exit_code == 1 and "--network must be 'policy' or 'compose'" in bad.output
+    assert "Traceback" not in bad.output
+    ok = runner.invoke(app, ["export", str(dataset), "--format", "harbor", "--out", str(tmp_path / "h"),
+                             "--network", "compose", "--repo", "mini"])
+    assert ok.exit_code == 0, ok.output
+    tomls = list((tmp_path / "h").glob("*/task.toml"))
+    assert tomls and all(tomllib.loads(t.read_text())["metadata"]["network"] == "compose" for t in tomls)

@@ -14,6 +14,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from taskforge.cli._common import ADVANCED, console, user_errors
+from taskforge.core.errors import ConfigError
 
 DatasetDir = Annotated[Path, typer.Argument(help="Dataset directory (manifest.json, data/, repos/).")]
 RepoOpt = Annotated[str | None, typer.Option(help="Only tasks of this repository.")]
@@ -147,6 +148,10 @@ def export(
                                                     rich_help_panel=ADVANCED)] = 900.0,
     memory_mb: Annotated[int, typer.Option(help="harbor: container memory, MB.", rich_help_panel=ADVANCED)] = 2048,
     cpus: Annotated[int, typer.Option(help="harbor: container CPUs.", rich_help_panel=ADVANCED)] = 1,
+    network: Annotated[str, typer.Option(help="harbor: how the agent loses its network: 'policy' (Harbor's "
+                                              "no-network policy; its docker provider pulls two helper images) "
+                                              "or 'compose' (docker network_mode none; for offline hosts).",
+                                         rich_help_panel=ADVANCED)] = "policy",
     val_fraction: Annotated[float, typer.Option(help="verl: share of tasks in test.parquet (seeded by instance id).",
                                                 rich_help_panel=ADVANCED)] = 0.0,
     seed: Annotated[int, typer.Option(help="verl: seed of the train/test split.", rich_help_panel=ADVANCED)] = 0,
@@ -162,11 +167,14 @@ def export(
             from taskforge.dataset.export_harbor import HarborOptions, export_harbor
 
             settings = Settings.load()
+            if network not in ("policy", "compose"):
+                raise ConfigError(f"--network must be 'policy' or 'compose', got {network!r}")
             ca = str(ca_bundle) if ca_bundle else settings.effective_ca_bundle
             options = HarborOptions(base_image=base_image or "", fallback_image=settings.base_image,
                                     install_requirements=pip, ca_bundle=ca,
                                     agent_timeout_s=agent_timeout, verifier_timeout_s=verifier_timeout,
-                                    memory_mb=memory_mb, cpus=cpus)
+                                    memory_mb=memory_mb, cpus=cpus, network=network,
+                                    monitor_zero=settings.monitor_zero)
             paths = export_harbor(ds, out, options, tasks)
             console.print(f"{len(paths)} Harbor task directories in {out} (run: harbor run -p {out}/<task> "
                           "-a oracle)", highlight=False, soft_wrap=True)
