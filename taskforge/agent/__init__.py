@@ -1,0 +1,1 @@
+"""Agentic episodes: a live sandbox session per episode, tools, scaffolds, trajectories and monitors."""
