@@ -72,6 +72,17 @@ def docker_client(timeout_s: float = 120.0) -> docker.DockerClient:
     return client
 
 
+def lockdown(settings: Settings) -> dict[str, Any]:
+    """The locked-down part of a container's create options (threat model above): shared by test runs
+    and agent sessions (``taskforge.agent.session_docker``)."""
+    return {"user": f"{USER_ID}:{USER_ID}", "network_mode": "none", "mem_limit": settings.docker_memory,
+            "memswap_limit": settings.docker_memory, "pids_limit": settings.docker_pids,
+            "nano_cpus": int(settings.docker_cpus * 1e9), "read_only": True,
+            "mounts": [Mount(target=MOUNT, source=None, type="volume")],
+            "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={TMP_SIZE},mode=1777"}, "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"], "ipc_mode": "private"}
+
+
 def docker_available() -> bool:
     try:
         docker_client(timeout_s=10).close()
@@ -134,27 +145,15 @@ class DockerSandbox:
         return env
 
     def _create(self, env: PreparedEnv, request: RunRequest) -> Any:
-        s = self.settings
         try:
             return self.client.containers.create(
                 env.location,
                 [f"{VENV}/bin/python", RUNNER, f"{IO_DIR}/request.json"],
                 working_dir=WORKSPACE,
                 environment=self.environment(env.spec, request),
-                user=f"{USER_ID}:{USER_ID}",
-                network_mode="none",
-                mem_limit=s.docker_memory,
-                memswap_limit=s.docker_memory,
-                pids_limit=s.docker_pids,
-                nano_cpus=int(s.docker_cpus * 1e9),
-                read_only=True,
-                mounts=[Mount(target=MOUNT, source=None, type="volume")],
-                tmpfs={"/tmp": f"rw,nosuid,nodev,size={TMP_SIZE},mode=1777"},
-                cap_drop=["ALL"],
-                security_opt=["no-new-privileges"],
-                ipc_mode="private",
                 labels={RUN_LABEL: uuid.uuid4().hex},
                 detach=True,
+                **lockdown(self.settings),
             )
         except docker.errors.ImageNotFound as exc:
             raise SandboxError(f"environment image {env.location} is gone; prepare the environment again") from exc

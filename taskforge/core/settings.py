@@ -52,6 +52,14 @@ class Settings:
     docker_pids: int = _doc("Process limit of a test container.", 512)
     docker_cpus: float = _doc("CPU limit of a test container.", 1.0)
     seed: int = _doc("Seed of every shuffle and sample.", 0)
+    agent_max_steps: int = _doc("Agentic episodes: most model turns per episode (then: step_budget).", 50)
+    agent_max_tokens: int = _doc("Agentic episodes: most tokens the model may generate per episode, all turns "
+                                 "together (then: token_budget).", 65536)
+    agent_wall_clock_s: float = _doc("Agentic episodes: wall-clock limit of one episode, in seconds (then: "
+                                     "wall_clock).", 1800.0)
+    agent_call_timeout_s: float = _doc("Agentic episodes: wall-clock limit of one tool call, in seconds.", 120.0)
+    agent_output_chars: int = _doc("Agentic episodes: most characters of a tool's output shown to the model "
+                                   "(head and tail kept, a marker in between).", 10000)
 
     @classmethod
     def load(cls, overrides: Mapping[str, Any] | None = None, config_file: Path | None = None) -> Settings:
