@@ -63,6 +63,11 @@ class StepMetrics:
     policy: dict[str, float] = field(default_factory=dict)  # whatever policy.update reported
     flags: dict[str, int] = field(default_factory=dict)  # grading flags (tampering, timeout, ...) -> count
     monitor: dict[str, int] = field(default_factory=dict)  # patch-monitor rule -> findings in this step's rollouts
+    # agentic policies (openai, command with sessions): why episodes ended, the trajectory monitor's findings per
+    # rule, and every episode's record (taskforge.agent.episode.EpisodeRecord.to_dict, reward filled in)
+    episode_end: dict[str, int] = field(default_factory=dict)
+    trajectory_monitor: dict[str, int] = field(default_factory=dict)
+    episodes: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -136,6 +141,7 @@ def run_step(step: int, tasks: Sequence[Task], policy: Policy, grader: Grader, s
     kept = kept[:batch_size]
     stats = sampler.update([GroupOutcome(g.index, g.rewards) for g in seen])
     report = policy.update(kept) if kept else {}
+    episodes = _episode_records(policy, seen, step)
     diffs = [g.task.difficulty.score for g in seen]
     flags = Counter(str(f) for g in seen for grade in g.grades for f in grade.flags)
     monitor = Counter(rule for g in seen for grade in g.grades for rule in grade.monitor)
@@ -146,7 +152,22 @@ def run_step(step: int, tasks: Sequence[Task], policy: Policy, grader: Grader, s
         grading_seconds=grading_s, step_seconds=time.perf_counter() - t0,
         rollouts=sum(len(g.patches) for g in seen), gen_batches=gen, kept_groups=len(kept),
         loss=report.get("loss"), policy={k: float(v) for k, v in report.items()}, flags=dict(sorted(flags.items())),
-        monitor=dict(sorted(monitor.items())))
+        monitor=dict(sorted(monitor.items())),
+        episode_end=dict(sorted(Counter(e["end_reason"] for e in episodes).items())),
+        trajectory_monitor=dict(sorted(Counter(f["rule"] for e in episodes for f in e["findings"]).items())),
+        episodes=tuple(episodes))
+
+
+def _episode_records(policy: Policy, seen: Sequence[GradedGroup], step: int) -> list[dict[str, Any]]:
+    """The episode records an agentic policy kept for this step's rollouts (in rollout order), rewards added."""
+    drain = getattr(policy, "drain_episodes", None)
+    records = [r.to_dict() for r in drain()] if drain is not None else []
+    rewards = [r for g in seen for r in g.rewards]
+    for k, rec in enumerate(records):
+        rec["step"] = step
+        if len(records) == len(rewards):
+            rec["reward"] = rewards[k]
+    return records
 
 
 def _truncate_log(log_path: Path, upto_step: int) -> None:

@@ -48,6 +48,9 @@ class PolicyOptions:
     timeout_s: float = 600.0  # per agent run / per request
     workspace: WorkspaceProvider | None = None  # materialises the broken workspace of a task
     extra: Mapping[str, str] = field(default_factory=dict)  # e.g. hf: model path, lr, ...
+    # agentic episodes (openai, command): task -> an open taskforge.agent session, and the episode's budget
+    sessions: Callable[[Task], Any] | None = None  # e.g. taskforge.agent.environments.dataset_sessions(dataset)
+    budget: Any = None  # taskforge.agent.episode.EpisodeBudget (None: from the agent_* settings)
 
 
 class _Stateless:
