@@ -141,7 +141,7 @@ def _create(backend: SessionBackend, task: Task, args: Mapping[str, Any], budget
 _SUMMARY = re.compile(r"\b(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)\b")
 
 
-def test_command(task: Task, tests: list[str] | None = None) -> str:
+def pytest_command(task: Task, tests: list[str] | None = None) -> str:
     """The shell command of ``run_tests``: pytest on the visible suite (or the given node ids / paths)."""
     spec = task.env_spec
     targets = tests or list(dict.fromkeys((*spec.test_paths, *getattr(spec, "doctest_paths", ())))) or ["."]
@@ -149,7 +149,7 @@ def test_command(task: Task, tests: list[str] | None = None) -> str:
     return shlex.join(argv)
 
 
-def test_summary(output: str) -> str:
+def pytest_summary(output: str) -> str:
     """``passed=N failed=M ...`` from pytest's last summary line ('' when there is none)."""
     for line in reversed(output.splitlines()):
         got = _SUMMARY.findall(line)
@@ -164,9 +164,9 @@ def _run_tests(backend: SessionBackend, task: Task, args: Mapping[str, Any], bud
         raise _Refused(ToolError.BAD_ARGUMENTS, "tests must be a list of strings (pytest node ids or paths)")
     for t in tests or ():
         _path(backend, t.split("::", 1)[0])
-    r = backend.shell(test_command(task, tests), budget.call_timeout_s, budget.max_output_chars)
+    r = backend.shell(pytest_command(task, tests), budget.call_timeout_s, budget.max_output_chars)
     obs = _shown(r, budget.call_timeout_s)
-    summary = test_summary(r.output) or ("no tests ran" if r.exit_code == 5 else "no pytest summary")
+    summary = pytest_summary(r.output) or ("no tests ran" if r.exit_code == 5 else "no pytest summary")
     verdict = "PASS" if r.exit_code == 0 else "FAIL"
     return Observation(f"[run_tests: {verdict}: {summary}]\n{obs.output}", obs.exit_code, obs.truncated, obs.error,
                        obs.elapsed_s)
