@@ -54,6 +54,23 @@ def register(app: typer.Typer) -> None:
         console.print(f"{env.location}  python {env.python_version}, {len(env.frozen)} pinned packages, "
                       f"built in {env.build_seconds:.1f}s")
 
+    @sandbox_app.command("reap")
+    def reap_sessions(
+        docker: Annotated[bool, typer.Option(help="Also remove session containers whose owner process is gone.")]
+            = True,
+    ) -> None:
+        """Remove what crashed agent sessions left behind (session directories, containers)."""
+        from taskforge.agent.reaper import reap
+
+        with user_errors():
+            client = None
+            if docker:
+                from sandboxes.docker import docker_available, docker_client
+
+                client = docker_client(timeout_s=30) if docker_available() else None
+            reaped = reap(client)
+        console.print(f"reaped {len(reaped)} session(s){': ' + ', '.join(reaped) if reaped else ''}")
+
     @sandbox_app.command("info")
     def info(
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,

@@ -51,6 +51,15 @@ def train_command(
         help="Extra policy option KEY=VALUE (repeatable), e.g. for hf.", rich_help_panel=ADVANCED)] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the sampler and the policy.",
                                              rich_help_panel=ADVANCED)] = None,
+    session_backend: Annotated[str, typer.Option(
+        help="Agentic episodes in a live sandbox session per rollout: local | docker | auto | none "
+             "(default: local for openai, none otherwise).", rich_help_panel=ADVANCED)] = "",
+    max_steps: Annotated[int | None, typer.Option(help="Episode budget: model turns (setting agent_max_steps).",
+                                                  rich_help_panel=ADVANCED)] = None,
+    max_episode_tokens: Annotated[int | None, typer.Option(
+        help="Episode budget: generated tokens (setting agent_max_tokens).", rich_help_panel=ADVANCED)] = None,
+    episode_timeout: Annotated[float | None, typer.Option(
+        help="Episode budget: wall-clock seconds (setting agent_wall_clock_s).", rich_help_panel=ADVANCED)] = None,
 ) -> None:
     """Train a policy on a dataset: curriculum sampling, G rollouts per task, real rewards, JSONL metrics."""
     with user_errors():
@@ -59,13 +68,23 @@ def train_command(
         from taskforge.rl.loop import load_tasks, train
         from taskforge.rl.policies import PolicyOptions, dataset_workspaces, make_policy
 
-        settings = settings_from(sandbox=sandbox, jobs=jobs, seed=seed)
+        settings = settings_from(sandbox=sandbox, jobs=jobs, seed=seed, agent_max_steps=max_steps,
+                                 agent_max_tokens=max_episode_tokens, agent_wall_clock_s=episode_timeout)
+        backend = session_backend or ("local" if policy == "openai" else "none")
+        if backend not in ("local", "docker", "auto", "none"):
+            raise ConfigError(f"--session-backend must be local, docker, auto or none, got {backend!r}")
+        sessions = None
+        if backend != "none":
+            from taskforge.agent.environments import dataset_sessions
+
+            sessions = dataset_sessions(dataset, backend=backend, settings=settings)
         tasks = load_tasks(dataset)
         if grader not in ("sandbox", "fake"):
             raise ConfigError(f"--grader must be sandbox or fake, got {grader!r}")
         options = PolicyOptions(seed=settings.seed, command=command, endpoint=endpoint, model=model,
                                 timeout_s=agent_timeout, extra=_parse_opts(policy_opt or []),
-                                workspace=dataset_workspaces(dataset) if policy in ("command", "hf") else None)
+                                workspace=dataset_workspaces(dataset) if policy in ("command", "hf") else None,
+                                sessions=sessions)
         chosen = make_policy(policy, options)
         grading = FakeGrader() if grader == "fake" else SandboxGrader(dataset, settings)
         task_sampler = make_sampler(sampler, [t.difficulty.score for t in tasks], seed=settings.seed,
