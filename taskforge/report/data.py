@@ -132,6 +132,10 @@ class TrainStep:
     step_seconds: float
     rollouts: int
     monitor: Mapping[str, int] = field(default_factory=dict)  # patch-monitor rule -> findings this step
+    trajectory_monitor: Mapping[str, int] = field(default_factory=dict)  # agentic episodes: rule -> findings
+    episode_end: Mapping[str, int] = field(default_factory=dict)  # agentic episodes: end reason -> episodes
+    # agentic episodes: each trajectory-monitor finding as (instance id, turn, tool, rule, evidence)
+    trajectory_findings: tuple[tuple[str, int, str, str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {f: (dict(v) if isinstance(v := getattr(self, f), Mapping) else v) for f in self.__dataclass_fields__}
@@ -143,7 +147,13 @@ class TrainStep:
                    float(d.get("difficulty_std", 0.0)), None if target is None else float(target),
                    float(d.get("zero_variance_fraction", 0.0)), float(d.get("grading_seconds", 0.0)),
                    float(d.get("step_seconds", 0.0)), int(d.get("rollouts", 0)),
-                   {str(k): int(v) for k, v in (d.get("monitor") or {}).items()})
+                   {str(k): int(v) for k, v in (d.get("monitor") or {}).items()},
+                   {str(k): int(v) for k, v in (d.get("trajectory_monitor") or {}).items()},
+                   {str(k): int(v) for k, v in (d.get("episode_end") or {}).items()},
+                   tuple(tuple(f) for f in d["trajectory_findings"]) if "trajectory_findings" in d else tuple(
+                       (str(e.get("instance_id", "")), int(f.get("line", 0)), str(f.get("path", "")),
+                        str(f.get("rule", "")), str(f.get("evidence", "")))
+                       for e in d.get("episodes") or () for f in e.get("findings") or ()))
 
 
 def read_train_log(path: Path | str) -> tuple[TrainStep, ...]:

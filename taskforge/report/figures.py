@@ -364,6 +364,25 @@ def _series(train: Sequence[TrainStep], name: str, value: Callable[[TrainStep], 
     return [{"step": s.step, "series": name, "value": v} for s in train if (v := value(s)) is not None]
 
 
+def _episode_layers(train: Sequence[TrainStep], x: dict[str, Any]) -> list[FigureSpec]:
+    """Agentic episodes: trajectory-monitor findings per rule, and why episodes ended, per step (none without)."""
+    out = []
+    palette = [REJECT, NEUTRAL, "#b279a2", "#9d755d", LEFT, ACCEPT] * 4
+    for key, title, caption, get in (
+            ("train-trajectory-monitor", "Trajectory monitor findings", "Tool calls of each step's episodes that went "
+             "after the answer (package downloads, caches, byte code, git history, site-packages, network, test "
+             "files), per rule.", lambda s: s.trajectory_monitor),
+            ("train-episode-end", "Why episodes ended", "Episodes per end reason in each step (submitted, step, token "
+             "or wall-clock budget, error).", lambda s: s.episode_end)):
+        names = sorted({n for s in train for n in get(s)})
+        if names:
+            color = _colors(names, palette, {"orient": "top-left"})
+            layers = [_line_layer(_series(train, n, lambda s, n=n, get=get: float(get(s).get(n, 0))), x, color,
+                                  {"title": "count"}) for n in names]
+            out.append(_line(key, title, caption, "train", layers))
+    return out
+
+
 def _train_specs(train: Sequence[TrainStep]) -> list[FigureSpec]:
     x = _step_x(train)
     unit = {"scale": {"domain": [-0.05, 1.05], "nice": False},
@@ -405,7 +424,9 @@ def _train_specs(train: Sequence[TrainStep]) -> list[FigureSpec]:
         monitor = [_line_layer(_series(train, rule, lambda s, r=rule: float(s.monitor.get(r, 0))), x, mcolor,
                                {"title": "findings"}) for rule in rules]
 
+    episodes = _episode_layers(train, x)
     return [
+        *episodes,
         *([_line("train-monitor", "Patch monitor findings",
                  "Hack signatures the patch monitor found in each step's rollouts, per rule (flag suspicious).",
                  "train", monitor)] if monitor else []),

@@ -113,7 +113,19 @@ def _train_section(data: ReportData, figs: Sequence[FigureSpec]) -> str:
     return (f"<p>{len(s)} steps from <code>{_e(data.train_log)}</code>, {sum(x.rollouts for x in s)} rollouts "
             f"graded; mean pass rate {mean:.3f}, last {s[-1].pass_rate:.3f}"
             + (f", curriculum target {s[-1].target:.3f}" if s[-1].target is not None else "")
-            + ".</p>" + _figures(figs, "train"))
+            + ".</p>" + _figures(figs, "train") + _trajectory_table(s))
+
+
+def _trajectory_table(steps: Sequence[Any], limit: int = 50) -> str:
+    """The trajectory monitor's findings (agentic episodes): step, task, turn, tool, rule, evidence."""
+    rows = [(s.step, _e(i), turn, _e(tool), _e(rule), f"<code>{_e(ev)}</code>")
+            for s in steps for i, turn, tool, rule, ev in s.trajectory_findings]
+    if not rows:
+        return ""
+    more = f" (first {limit} of {len(rows)})" if len(rows) > limit else ""
+    return (f"<h3>Trajectory monitor findings{more}</h3><p>Tool calls that went after the answer instead of the "
+            "feature; the turn counts model turns from 1.</p>"
+            + _table(("step", "task", "turn", "tool", "rule", "evidence"), rows[:limit], {0, 2}))
 
 
 def _task_browser(tasks: Sequence[TaskSummary]) -> str:
