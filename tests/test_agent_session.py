@@ -98,3 +98,23 @@ def test_episode_records_reach_the_training_log(dataset, tmp_path: Path) -> None
     [episode] = line["episodes"]
     assert episode["reward"] == 1.0 and episode["step"] == 1 and episode["instance_id"] == task.instance_id
     assert {f["rule"] for f in episode["findings"]} >= {"cache_read", "git_history"}
+
+
+def test_train_cli_runs_openai_episodes_in_sessions(dataset, tmp_path: Path) -> None:
+    import os
+
+    from generated_datasets import ROOT, cli
+
+    from taskforge.core.process import run_capture
+
+    log = tmp_path / "metrics.jsonl"
+    with ScriptedEndpoint(NULL_SCRIPT) as url:
+        argv = [*cli(), "train", str(dataset.path), "--policy", "openai", "--endpoint", url, "--model", "scripted",
+                "--steps", "1", "--group-size", "2", "--batch-size", "1", "--log", str(log),
+                "--state", str(tmp_path / "state.json"), "--session-backend", "local", "--max-steps", "4", "--json"]
+        rc, out = run_capture(argv, 600, cwd=ROOT, env={**os.environ, "TASKFORGE_WORK_DIR": str(dataset.work_dir)})
+    assert rc == 0, out[-3000:]
+    assert json.loads(out.strip().splitlines()[-1])["pass_rate"] == 0.0
+    [line] = [json.loads(x) for x in log.read_text().splitlines()]
+    assert line["episode_end"] == {"submitted": 2} and len(line["episodes"]) == 2
+    assert {e["instance_id"] for e in line["episodes"]} <= {t.instance_id for t in dataset.tasks()}

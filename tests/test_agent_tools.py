@@ -188,6 +188,8 @@ def test_pytest_summary_reads_the_last_line() -> None:
 # --- docker: the same session in one locked-down container ---------------------------------------------
 @pytest.mark.docker
 def test_docker_session_is_locked_down_and_reaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import docker.errors
+
     from sandboxes.docker import docker_client
     from taskforge.agent.session_docker import OWNER_LABEL, SESSION_LABEL
 
@@ -224,14 +226,14 @@ def test_docker_session_is_locked_down_and_reaped(tmp_path: Path, monkeypatch: p
         attrs = client.api.inspect_container(container.id)["HostConfig"]
         assert attrs["NetworkMode"] == "none" and attrs["ReadonlyRootfs"] and attrs["CapDrop"] == ["ALL"]
         assert attrs["PidsLimit"] and attrs["Memory"]
-    with pytest.raises(Exception):
+    with pytest.raises(docker.errors.NotFound):
         client.containers.get(container.id)  # removed at close
 
     orphan = client.containers.create(images[0].id, ["sleep", "60"], labels={
         SESSION_LABEL: "orphan", OWNER_LABEL: f"{os.uname().nodename}:{2 ** 22 + 7}"})
     try:
         assert "orphan" in reaper.reap(client)
-        with pytest.raises(Exception):
+        with pytest.raises(docker.errors.NotFound):
             client.containers.get(orphan.id)
     finally:
         with contextlib.suppress(Exception):

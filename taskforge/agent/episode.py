@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from taskforge.core.settings import Settings
 from taskforge.reward.monitor import Finding
 
 
-class EndReason(str, Enum):
+class EndReason(StrEnum):
     """Why an episode stopped."""
 
     SUBMITTED = "submitted"  # the model called ``submit``
