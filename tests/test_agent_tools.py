@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -190,15 +191,17 @@ def test_pytest_summary_reads_the_last_line() -> None:
 def test_docker_session_is_locked_down_and_reaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import docker.errors
 
-    from sandboxes.docker import docker_client
+    from sandboxes.docker import DockerSandbox, docker_client
     from taskforge.agent.session_docker import OWNER_LABEL, SESSION_LABEL
+    from taskforge.bench.docker_overhead import _REPO, _SPEC
 
     client = docker_client()
-    images = [i for i in client.images.list(name="taskforge-env") if i.labels.get("taskforge.env")]
-    if not images:
-        pytest.fail("no taskforge-env image on this engine; run tests/test_agent_session.py -m docker first")
-    image_env = PreparedEnv.from_dict(json.loads(images[0].labels["taskforge.env"]))
-    env = PreparedEnv(spec=SPEC, backend="docker", location=images[0].id, python_version=image_env.python_version)
+    repo = tmp_path / "envrepo"  # the benchmarks' tiny package: its image is built once per engine, then cached
+    for rel, text in _REPO.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(textwrap.dedent(text).lstrip())
+    built = DockerSandbox(Settings()).prepare(_SPEC, repo)
+    env = dataclasses.replace(built, spec=SPEC)
     monkeypatch.setenv("TASKFORGE_SESSIONS_DIR", str(tmp_path / "records"))
     broken = _workspace(tmp_path)
 
@@ -229,7 +232,7 @@ def test_docker_session_is_locked_down_and_reaped(tmp_path: Path, monkeypatch: p
     with pytest.raises(docker.errors.NotFound):
         client.containers.get(container.id)  # removed at close
 
-    orphan = client.containers.create(images[0].id, ["sleep", "60"], labels={
+    orphan = client.containers.create(env.location, ["sleep", "60"], labels={
         SESSION_LABEL: "orphan", OWNER_LABEL: f"{os.uname().nodename}:{2 ** 22 + 7}"})
     try:
         assert "orphan" in reaper.reap(client)
