@@ -241,3 +241,30 @@ def test_docker_session_is_locked_down_and_reaped(tmp_path: Path, monkeypatch: p
     finally:
         with contextlib.suppress(Exception):
             orphan.remove(force=True)
+
+
+def test_command_policy_works_in_the_session_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from taskforge.rl.policies import PolicyOptions, make_policy
+
+    monkeypatch.setenv("TASKFORGE_SESSIONS_DIR", str(tmp_path / "records"))
+    broken = _workspace(tmp_path)
+    env = PreparedEnv(spec=SPEC, backend="local", location=str(VENV), python_version="3.11")
+
+    @contextlib.contextmanager
+    def provider(task: Task) -> Iterator[Path]:
+        yield broken
+
+    def sessions(task: Task) -> SandboxSession:
+        return open_session(task, backend="local", settings=Settings(), workspace_provider=provider,
+                            environment=env, budget=BUDGET)
+
+    edit = ("import os, pathlib; p = pathlib.Path(os.environ['TASKFORGE_WORKSPACE'], 'mini', '__init__.py'); "
+            "p.write_text(p.read_text().replace('raise NotImplementedError', 'return s.upper()'))")
+    policy = make_policy("command", PolicyOptions(command=f"{sys.executable} -c \"{edit}\"", sessions=sessions))
+    [patch] = policy.propose(_task(), 1)
+    assert "+    return s.upper()" in patch and "NotImplementedError" in broken.joinpath("mini/__init__.py").read_text()
+    [record] = policy.drain_episodes()
+    assert record.end_reason is EndReason.FINISHED and record.patch_chars == len(patch)
+    failing = make_policy("command", PolicyOptions(command=f"{sys.executable} -c \"raise SystemExit(3)\"",
+                                                   sessions=sessions))
+    assert failing.propose(_task(), 1) == [""] and failing.drain_episodes()[0].end_reason is EndReason.ERROR
