@@ -207,3 +207,23 @@ def test_calibrate_command_user_errors(tmp_path: Path) -> None:
     dry = CliRunner().invoke(_app(), ["calibrate", str(tmp_path / "ds"), "--policy", "oracle", "--grader", "fake",
                                       "--no-write"])
     assert dry.exit_code == 0 and Dataset.open(tmp_path / "ds").calibration() == {}
+
+
+def test_train_command_calibrates_and_its_sampler_prefers_the_calibration(tmp_path: Path) -> None:
+    from taskforge.cli import train_cmd
+
+    app = typer.Typer()
+    train_cmd.register(app)
+    app.command("noop")(lambda: None)
+    root = tmp_path / "ds"
+    write_tasks(root, synthetic_pool(16, seed=1))
+    res = CliRunner().invoke(app, ["train", str(root), "--policy", "simulated", "--grader", "fake", "--steps", "6",
+                                   "--calibrate", "--json"])
+    assert res.exit_code == 0, res.output
+    last = json.loads(res.stdout.strip().splitlines()[-1])
+    assert last["calibrated"] == len(Dataset.open(root).calibration()) > 0
+    res = CliRunner().invoke(app, ["train", str(root), "--policy", "simulated", "--grader", "fake", "--steps", "1",
+                                   "--state", str(tmp_path / "s.json")])
+    assert res.exit_code == 0, res.output
+    used = json.loads((tmp_path / "s.json").read_text())["sampler"]["difficulties"]
+    assert used != [t.difficulty.score for t in Dataset.open(root).tasks()]

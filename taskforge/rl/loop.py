@@ -202,13 +202,14 @@ def train(dataset: str | Path | Sequence[Task], policy: Policy, grader: Grader, 
           seed: int = 0, filter_zero_variance: bool = False, max_gen_batches: int = 4,
           on_step: Callable[[StepMetrics], bool | None] | None = None, live: bool = False,
           console: Console | None = None, replenisher: Replenisher | None = None, calibrate: bool = False,
-          calibration_bucket: int = 5) -> TrainResult:
+          calibration_bucket: int = 5, calibrate_to: str | Path | None = None) -> TrainResult:
     """Run the loop until ``steps`` steps are done in total (see the module doc).
 
     ``dataset`` is a dataset directory or a sequence of tasks. ``sampler`` defaults to a
     ``CurriculumSampler`` over the tasks' difficulty scores. With ``resume`` and an existing
     ``state_path`` the sampler, the policy and the step counter continue from the saved state and
-    the log keeps its earlier lines. ``on_step`` may return True to stop early.
+    the log keeps its earlier lines. ``on_step`` may return True to stop early. With ``calibrate`` the
+    fitted difficulties go to ``calibrate_to`` (default: ``dataset`` when it is a directory).
     """
     tasks = load_tasks(dataset) if isinstance(dataset, str | Path) else list(dataset)
     if not tasks:
@@ -272,8 +273,9 @@ def train(dataset: str | Path | Sequence[Task], policy: Policy, grader: Grader, 
                 break
     done = history[-1].step if history else start
     calibrated = 0
-    if recording is not None and len(recording.recorder) and isinstance(dataset, str | Path):
-        calibrated = write_fit(dataset, recording.fit(), f"train:{policy.name}")
+    target_dir = calibrate_to if calibrate_to is not None else dataset if isinstance(dataset, str | Path) else None
+    if recording is not None and len(recording.recorder) and target_dir is not None:
+        calibrated = write_fit(target_dir, recording.fit(), f"train:{policy.name}")
     return TrainResult(done, tuple(history), sum(m.rollouts for m in history), calibrated, added)
 
 
