@@ -187,3 +187,23 @@ def test_target_moves_to_the_frontier_even_when_the_batch_passes_at_the_threshol
     p0 = t.prior_mean()[at[0]]
     t.update([GroupOutcome(at[0], (1.0,) * round(p0 * 100) + (0.0,) * (100 - round(p0 * 100)))])
     assert abs(t.target - 0.5) < 0.01
+
+
+def test_the_pool_grows_while_sampling_and_a_grown_state_resumes() -> None:
+    s = CurriculumSampler(_difficulties(10), seed=0)
+    _simulate(s, 5)
+    s.add_tasks([1.2, 1.3])
+    assert len(s.difficulties) == 12 and s.times_observed[10:].tolist() == [0, 0]
+    assert s.staleness()[10] > s.staleness()[:10].max() - 1  # never observed: as stale as can be
+    _simulate(s, 20, skill=10.0)
+    assert s.times_observed[10:].min() >= 1
+    state = json.loads(json.dumps(s.state_dict()))
+    other = CurriculumSampler(_difficulties(10), seed=5)
+    with pytest.raises(ConfigError, match="12 tasks"):
+        other.load_state_dict(state)
+    other.adopt_pool(state["difficulties"])
+    other.load_state_dict(state)
+    np.testing.assert_allclose(other.probabilities(), s.probabilities())
+    assert _simulate(other, 3, seed=4) == _simulate(s, 3, seed=4)
+    with pytest.raises(ConfigError, match="finite"):
+        s.add_tasks([float("nan")])

@@ -25,6 +25,17 @@ The learner (defaults of ``PolicyOptions``): skill starts at 0; task *i* has lat
 by how informative its groups are (``sqrt(p (1 - p))`` per group at best), which is why the ``oracle``
 reference is reported: it is the ceiling a sampler can reach for this learner and pool.
 
+Pool shapes (``--pool-shape``): ``uniform`` scores, ``easy`` (Beta(1, 3): mostly easy) and ``hard``
+(Beta(3, 1): most tasks start too hard for the learner).
+
+**Scenario ``exhaustion``** (``--scenario exhaustion``): the starting pool holds only easy tasks (scores
+uniform on ``[0, pool_max]``) and the goal is the expected pass rate on a *beyond* tier the pool never
+reaches (``beyond_size`` unseen tasks, scores uniform on ``[beyond_min, 1]``). Arm ``fixed`` trains the
+curriculum on the starting pool; arm ``on_demand`` adds ``taskforge.rl.replenish.Replenisher`` with a
+``FakeTaskSource`` (a simulated generator: each request yields ``batch`` tasks scored up to 0.15 above
+the pool's hardest, delivered ``latency`` steps later). Once the learner outgrows a fixed pool, every
+group is all-pass and GRPO learns next to nothing; with on-demand generation the frontier keeps moving.
+
 The pool is a real dataset directory (``--dataset DIR``: its tasks' difficulty scores and gold
 patches) or, by default, a synthetic pool: ``pool_size`` tasks with scores uniform on [0, 1] and a
 one-function gold patch each. Grading uses ``FakeGrader`` (reward 1 iff the patch is the gold patch):
@@ -96,7 +107,7 @@ def synthetic_task(i: int, score: float, repo: str = "synthetic") -> Task:
                               fan_in=0, fan_out=1, files_touched=1, fail_to_pass=1, score=float(score)))
 
 
-POOL_SHAPES = ("uniform", "easy")
+POOL_SHAPES = ("uniform", "easy", "hard")
 
 
 def synthetic_pool(n: int, seed: int = 0, shape: str = "uniform") -> list[Task]:
@@ -109,6 +120,8 @@ def synthetic_pool(n: int, seed: int = 0, shape: str = "uniform") -> list[Task]:
         scores = rng.random(n)
     elif shape == "easy":
         scores = rng.beta(1.0, 3.0, n)
+    elif shape == "hard":
+        scores = rng.beta(3.0, 1.0, n)
     else:
         raise ConfigError(f"unknown pool shape {shape!r}; known: {', '.join(POOL_SHAPES)}")
     return [synthetic_task(i, float(s)) for i, s in enumerate(scores)]
@@ -163,6 +176,82 @@ def run_arm(arm: str, tasks: Sequence[Task], seed: int, cfg: BenchConfig) -> Arm
     return ArmRun(arm, seed, reached_at[0] if reached else float(cfg.max_steps), reached, result.steps, hard_pass())
 
 
+@dataclass(frozen=True, slots=True)
+class ExhaustionConfig:
+    seeds: int = 5
+    max_steps: int = 300
+    batch_size: int = 8
+    group_size: int = 8
+    target: float = 0.5  # expected pass rate to reach on the beyond tier
+    pool_size: int = 128
+    pool_max: float = 0.4  # the starting pool's scores: uniform on [0, pool_max]
+    beyond_min: float = 0.75  # the beyond tier's scores: uniform on [beyond_min, 1]
+    beyond_size: int = 64
+    learning_rate: float = 0.1
+    latency: int = 2  # steps from a request to its delivery
+    request_size: int = 16  # tasks per request
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+EXHAUSTION_ARMS = ("fixed", "on_demand")
+
+
+def run_exhaustion_arm(arm: str, seed: int, cfg: ExhaustionConfig) -> dict[str, Any]:
+    """One arm of the exhaustion scenario (module doc): steps to the beyond-tier target, tasks added."""
+    from taskforge.rl.curriculum import CurriculumSampler
+    from taskforge.rl.grading import FakeGrader
+    from taskforge.rl.loop import StepMetrics, train
+    from taskforge.rl.policies import PolicyOptions, SimulatedPolicy
+    from taskforge.rl.replenish import FakeTaskSource, ReplenishConfig, Replenisher
+
+    rng = np.random.Generator(np.random.PCG64([seed, 7]))
+    pool = [synthetic_task(i, float(x)) for i, x in enumerate(rng.uniform(0.0, cfg.pool_max, cfg.pool_size))]
+    beyond = [synthetic_task(i, float(x), repo="beyond")
+              for i, x in enumerate(rng.uniform(cfg.beyond_min, 1.0, cfg.beyond_size))]
+    policy = SimulatedPolicy(PolicyOptions(seed=seed, learning_rate=cfg.learning_rate))
+    b_beyond = np.asarray([policy.latent_difficulty(t) for t in beyond])
+    replenisher = None
+    if arm == "on_demand":
+        replenisher = Replenisher(FakeTaskSource(synthetic_task, latency=cfg.latency, seed=seed),
+                                  ReplenishConfig(batch=cfg.request_size))
+    elif arm != "fixed":
+        raise ValueError(f"unknown exhaustion arm {arm!r}")
+    sampler = CurriculumSampler.from_tasks(pool, seed=seed, batch_size=cfg.batch_size)
+    reached_at: list[int] = []
+
+    def beyond_pass() -> float:
+        return float(np.mean(1.0 / (1.0 + np.exp(-(policy.skill - b_beyond)))))
+
+    def on_step(m: StepMetrics) -> bool:
+        if beyond_pass() >= cfg.target:
+            reached_at.append(m.step)
+            return True
+        return False
+
+    result = train(pool, policy, FakeGrader(), steps=cfg.max_steps, group_size=cfg.group_size,
+                   batch_size=cfg.batch_size, sampler=sampler, seed=seed, on_step=on_step, replenisher=replenisher)
+    return {"arm": arm, "seed": seed, "steps": float(reached_at[0]) if reached_at else float(cfg.max_steps),
+            "reached": bool(reached_at), "final_beyond_pass_rate": beyond_pass(), "skill": policy.skill,
+            "added_tasks": result.added_tasks, "pool_max_score": float(sampler.difficulties.max()),
+            "requests": replenisher.requests if replenisher else 0}
+
+
+def run_exhaustion(cfg: ExhaustionConfig) -> dict[str, Any]:
+    """Both arms on every seed; the summary ``--scenario exhaustion`` prints."""
+    runs = [run_exhaustion_arm(arm, seed, cfg) for seed in range(cfg.seeds) for arm in EXHAUSTION_ARMS]
+    out: dict[str, Any] = {"scenario": "exhaustion", "seeds": cfg.seeds, "config": cfg.to_dict(), "runs": runs}
+    for arm in EXHAUSTION_ARMS:
+        mine = [r for r in runs if r["arm"] == arm]
+        out[f"steps_{arm}"] = statistics.fmean(r["steps"] for r in mine)
+        out[f"steps_{arm}_range"] = [min(r["steps"] for r in mine), max(r["steps"] for r in mine)]
+        out[f"reached_{arm}"] = sum(r["reached"] for r in mine)
+        out[f"final_beyond_pass_rate_{arm}"] = [round(r["final_beyond_pass_rate"], 4) for r in mine]
+    out["added_tasks_on_demand"] = [r["added_tasks"] for r in runs if r["arm"] == "on_demand"]
+    return out
+
+
 def run_benchmark(cfg: BenchConfig, tasks: Sequence[Task] | None = None) -> dict[str, Any]:
     """Every arm on every seed; the summary the CLI prints (``--json``: these keys)."""
     pool = list(tasks) if tasks is not None else None
@@ -173,7 +262,11 @@ def run_benchmark(cfg: BenchConfig, tasks: Sequence[Task] | None = None) -> dict
     by = {arm: [r for r in runs if r.arm == arm] for arm in ARMS}
     mean = {arm: statistics.fmean(r.steps for r in by[arm]) for arm in ARMS}
     ratios = [u.steps / c.steps for u, c in zip(by["uniform"], by["curriculum"], strict=True)]
+    # The share of the oracle's speedup the curriculum reaches: (U / C) / (U / O) = O / C, per seed too.
+    of_oracle = [o.steps / c.steps for o, c in zip(by["oracle"], by["curriculum"], strict=True)]
     return {
+        "oracle_fraction": (mean["uniform"] / mean["curriculum"]) / (mean["uniform"] / mean["oracle"]),
+        "oracle_fraction_per_seed": of_oracle,
         "steps_uniform": mean["uniform"], "steps_dapo": mean["dapo"], "steps_curriculum": mean["curriculum"],
         "speedup_vs_uniform": mean["uniform"] / mean["curriculum"],
         "speedup_vs_dapo": mean["dapo"] / mean["curriculum"],
@@ -197,7 +290,10 @@ def register(bench_app: typer.Typer) -> None:
         group_size: Annotated[int, typer.Option(help="Rollouts per task.")] = 8,
         target: Annotated[float, typer.Option(help="Pass rate to reach on the hardest tier.")] = 0.5,
         pool_size: Annotated[int, typer.Option(help="Tasks in the synthetic pool.")] = 256,
-        pool_shape: Annotated[str, typer.Option(help="Synthetic pool: uniform | easy (Beta(1,3) scores).")] = "uniform",
+        pool_shape: Annotated[str, typer.Option(help="Synthetic pool: uniform | easy (Beta(1,3) scores) | "
+                                                     "hard (Beta(3,1): mostly too hard).")] = "uniform",
+        scenario: Annotated[str, typer.Option(help="pools: the sampling arms on one pool; exhaustion: fixed pool "
+                                                   "vs on-demand generation of harder tasks.")] = "pools",
         learning_rate: Annotated[float, typer.Option(help="Simulated learner's GRPO step size.")] = 0.1,
         as_json: Annotated[bool, typer.Option("--json", help="Last line: one JSON object.")] = False,
     ) -> None:
@@ -208,7 +304,16 @@ def register(bench_app: typer.Typer) -> None:
         from taskforge.cli._common import user_errors
 
         with user_errors():
+            from taskforge.core.errors import ConfigError
             from taskforge.rl.loop import load_tasks
+
+            if scenario == "exhaustion":
+                _print_exhaustion(run_exhaustion(ExhaustionConfig(
+                    seeds=seeds, max_steps=steps, batch_size=batch_size, group_size=group_size, target=target,
+                    learning_rate=learning_rate)), as_json)
+                return
+            if scenario != "pools":
+                raise ConfigError(f"unknown scenario {scenario!r}; known: pools, exhaustion")
 
             tasks = load_tasks(dataset) if dataset else None
             cfg = BenchConfig(seeds=seeds, max_steps=steps, batch_size=batch_size, group_size=group_size,
@@ -226,6 +331,30 @@ def register(bench_app: typer.Typer) -> None:
         console.print(table)
         console.print(f"speedup vs uniform: {summary['speedup_vs_uniform']:.2f}x, "
                       f"vs dapo: {summary['speedup_vs_dapo']:.2f}x "
-                      f"(dapo optimiser steps: {summary['optimizer_steps_dapo']:.1f})")
+                      f"(dapo optimiser steps: {summary['optimizer_steps_dapo']:.1f}); "
+                      f"share of the oracle's speedup: {summary['oracle_fraction']:.3f} "
+                      f"(per seed {min(summary['oracle_fraction_per_seed']):.3f}-"
+                      f"{max(summary['oracle_fraction_per_seed']):.3f})")
         if as_json:
             print(json.dumps({k: v for k, v in summary.items() if k != "runs"}))
+
+
+def _print_exhaustion(summary: dict[str, Any], as_json: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    cfg = summary["config"]
+    console = Console(stderr=as_json)
+    table = Table(title=f"exhaustion: pool scores <= {cfg['pool_max']}, target {cfg['target']} on scores >= "
+                        f"{cfg['beyond_min']} ({summary['seeds']} seeds, budget {cfg['max_steps']} steps)")
+    for col in ("arm", "mean steps to target", "reached", "per seed", "final beyond-tier pass rate"):
+        table.add_column(col)
+    for arm in EXHAUSTION_ARMS:
+        runs = [r for r in summary["runs"] if r["arm"] == arm]
+        table.add_row(arm, f"{summary[f'steps_{arm}']:.1f}", f"{summary[f'reached_{arm}']}/{summary['seeds']}",
+                      " ".join(f"{r['steps']:.0f}" for r in runs),
+                      " ".join(f"{r['final_beyond_pass_rate']:.2f}" for r in runs))
+    console.print(table)
+    console.print(f"tasks added on demand per seed: {summary['added_tasks_on_demand']}")
+    if as_json:
+        print(json.dumps({k: v for k, v in summary.items() if k != "runs"}))

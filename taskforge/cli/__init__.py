@@ -35,6 +35,7 @@ _COMMAND_MODULES = (
     "taskforge.cli.audit_cmd",
     "taskforge.cli.dataset_cmd",
     "taskforge.cli.report_cmd",
+    "taskforge.cli.calibrate_cmd",
 )
 
 

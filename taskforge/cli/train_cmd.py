@@ -60,6 +60,16 @@ def train_command(
         help="Episode budget: generated tokens (setting agent_max_tokens).", rich_help_panel=ADVANCED)] = None,
     episode_timeout: Annotated[float | None, typer.Option(
         help="Episode budget: wall-clock seconds (setting agent_wall_clock_s).", rich_help_panel=ADVANCED)] = None,
+    calibrate: Annotated[bool, typer.Option(
+        help="Fit per-task difficulties from this run's outcomes and write them to the dataset.",
+        rich_help_panel=ADVANCED)] = False,
+    replenish: Annotated[bool, typer.Option(
+        help="On-demand generation: when the frontier runs thin, generate harder tasks from the same "
+             "repositories in the background and add them to the pool (log: DATASET/train/replenish.jsonl).",
+        rich_help_panel=ADVANCED)] = False,
+    replenish_strategies: Annotated[str, typer.Option(
+        help="Strategies for on-demand generation, comma-separated (default: the hardest registered).",
+        rich_help_panel=ADVANCED)] = "",
 ) -> None:
     """Train a policy on a dataset: curriculum sampling, G rollouts per task, real rewards, JSONL metrics."""
     with user_errors():
@@ -87,14 +97,27 @@ def train_command(
                                 sessions=sessions)
         chosen = make_policy(policy, options)
         grading = FakeGrader() if grader == "fake" else SandboxGrader(dataset, settings)
-        task_sampler = make_sampler(sampler, [t.difficulty.score for t in tasks], seed=settings.seed,
-                                    batch_size=batch_size)
+        from taskforge.rl.curriculum import effective_difficulties
+        from taskforge.rl.loop import dataset_calibration
+
+        task_sampler = make_sampler(sampler, effective_difficulties(tasks, dataset_calibration(dataset)),
+                                    seed=settings.seed, batch_size=batch_size)
         run_dir = dataset / "train"
+        replenisher = None
+        if replenish:
+            from taskforge.rl.replenish import PipelineTaskSource, Replenisher
+
+            strategies = tuple(s.strip() for s in replenish_strategies.split(",") if s.strip()) or None
+            replenisher = Replenisher(PipelineTaskSource(dataset, settings, strategies=strategies, seed=settings.seed),
+                                      log_path=run_dir / "replenish.jsonl")
         log_path = log or run_dir / "metrics.jsonl"
         result = train(tasks, chosen, grading, steps=steps, group_size=group_size, batch_size=batch_size,
                        sampler=task_sampler, log_path=log_path, state_path=state or run_dir / "state.json",
                        resume=resume, seed=settings.seed, filter_zero_variance=filter_zero_variance,
-                       live=err_console.is_terminal, console=err_console)
+                       live=err_console.is_terminal, console=err_console, calibrate=calibrate,
+                       calibrate_to=dataset, replenisher=replenisher)
+        if replenisher is not None:
+            replenisher.close()
     summary = {**result.to_dict(), "policy": policy, "sampler": sampler, "log": str(log_path)}
     err_console.print(f"trained {summary['steps_this_run']} step(s) (total {result.steps}); "
                       f"last pass rate {summary['pass_rate']}; log {log_path}", highlight=False)

@@ -10,6 +10,7 @@ Layout and guarantees: ``manifest.py`` (layout), ``writer.py`` (atomicity, resum
 ``schema.py`` (columns). Exports: ``export_harbor``, ``export_swebench``, ``export_verl``.
 """
 
+from taskforge.dataset.calibration import Calibration, read_calibration, write_calibration
 from taskforge.dataset.funnel import FunnelTotals, RunFunnel, read_funnel, record_run
 from taskforge.dataset.manifest import FileEntry, Manifest, read_manifest
 from taskforge.dataset.reader import Dataset, iter_tasks, load_tasks, task_filter
@@ -18,8 +19,8 @@ from taskforge.dataset.schema import ROW_SCHEMA, SCHEMA_VERSION, prompt_messages
 from taskforge.dataset.writer import DatasetWriter, write_tasks
 
 __all__ = [
-    "ROW_SCHEMA", "SCHEMA_VERSION", "Dataset", "DatasetWriter", "FileEntry", "FunnelTotals", "Manifest",
+    "ROW_SCHEMA", "SCHEMA_VERSION", "Calibration", "Dataset", "DatasetWriter", "FileEntry", "FunnelTotals", "Manifest",
     "RunFunnel", "broken_workspace", "extract_original", "iter_tasks", "load_tasks",
-    "prompt_messages", "read_funnel", "read_manifest", "record_run", "repo_archive_path", "row_to_task",
-    "task_filter", "task_to_row", "write_tasks",
+    "prompt_messages", "read_calibration", "read_funnel", "read_manifest", "record_run", "repo_archive_path", "row_to_task",
+    "task_filter", "task_to_row", "write_calibration", "write_tasks",
 ]

@@ -25,10 +25,12 @@ from taskforge.core.errors import DatasetError
 from taskforge.core.task import Task
 from taskforge.dataset.manifest import FUNNEL, MANIFEST, FileEntry, Manifest, read_manifest
 from taskforge.dataset.repos import broken_workspace, extract_original, repo_archive_path
-from taskforge.dataset.schema import ROW_SCHEMA, SCHEMA_VERSION, row_to_task
+from taskforge.dataset.schema import CALIBRATION_COLUMNS, ROW_SCHEMA, SCHEMA_VERSION, row_to_task
 
 if TYPE_CHECKING:
     import pyarrow.dataset as pads
+
+    from taskforge.dataset.calibration import Calibration
 
 
 def task_filter(*, repo: str | None = None, strategy: str | None = None, tier: int | None = None,
@@ -93,6 +95,29 @@ class Dataset:
         return pads.dataset([str(p) for p in self.shard_paths], format="parquet", schema=ROW_SCHEMA)
 
     def table(self, columns: list[str] | None = None, where: pc.Expression | None = None) -> pa.Table:
+        """Task rows (all columns, or ``columns``), plus the calibration columns when the dataset has any
+        (``taskforge.dataset.calibration``; asked for by name, they are null where a task has none)."""
+        from taskforge.dataset.calibration import with_calibration
+
+        asked = [c for c in columns or () if c in CALIBRATION_COLUMNS]
+        if not asked:
+            return with_calibration(self.root, self._rows(columns, where)) if columns is None else \
+                self._rows(columns, where)
+        base = [c for c in columns or () if c not in CALIBRATION_COLUMNS]
+        rows = self._rows(base if "instance_id" in base else [*base, "instance_id"], where)
+        return with_calibration(self.root, rows, always=True).select(list(columns or ()))
+
+    def calibration(self) -> dict[str, Calibration]:
+        """Instance id -> calibrated difficulty and observation count, for this dataset's tasks only."""
+        from taskforge.dataset.calibration import read_calibration
+
+        cal = read_calibration(self.root)
+        if not cal:
+            return {}
+        ids = set(self.instance_ids())
+        return {k: v for k, v in cal.items() if k in ids}
+
+    def _rows(self, columns: list[str] | None = None, where: pc.Expression | None = None) -> pa.Table:
         if not self.manifest.shards:
             return ROW_SCHEMA.empty_table().select(columns) if columns else ROW_SCHEMA.empty_table()
         if where is not None:
@@ -123,7 +148,7 @@ class Dataset:
         return found[0]
 
     def instance_ids(self) -> list[str]:
-        return self.table(columns=["instance_id"]).column("instance_id").to_pylist()
+        return self._rows(columns=["instance_id"]).column("instance_id").to_pylist()
 
     def funnel(self) -> dict[str, Any] | None:
         path = self.root / FUNNEL

@@ -205,3 +205,16 @@ def row_to_task(row: Mapping[str, Any]) -> Task:
 
 def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+
+# Calibrated difficulty (optional, ``taskforge.dataset.calibration``): fitted from observed outcomes by
+# ``taskforge calibrate`` or a training run, kept next to the shards in ``DIR/calibration.parquet`` keyed by
+# instance id, and joined onto the rows as these columns by ``Dataset.table``. A dataset without it reads
+# as before (``Dataset.calibration()`` is empty); the task rows and their content hashes never change.
+CALIBRATION_COLUMNS = ("calibrated_difficulty", "calibration_observations")
+CALIBRATION_SCHEMA = pa.schema([
+    ("instance_id", pa.string()),
+    ("calibrated_difficulty", pa.float64()),  # Rasch difficulty b: P(pass) = sigmoid(skill - b), logits
+    ("calibration_observations", pa.int64()),  # graded rollouts the value was fitted from
+    ("calibration_source", pa.string()),  # what produced it: "calibrate:simulated", "train:hf", ...
+    ("calibrated_at", pa.string()),  # ISO 8601 UTC
+])

@@ -24,6 +24,12 @@ three published ideas:
   ``(1 - rho) * P_learnability + rho * P_staleness`` with ``P_staleness`` proportional to the number of
   updates since the task was last observed, so no task starves.
 
+Difficulties: each task's static score, or, where the dataset holds a **calibrated** difficulty (fitted
+from observed outcomes, ``taskforge.rl.calibrate``), that value mapped onto the score scale
+(``effective_difficulties``); a calibrated value always wins over the static score. The pool can grow
+while training (``add_tasks``: on-demand generation, ``taskforge.rl.replenish``); new tasks start with
+no evidence and the staleness of a task never observed.
+
 Zero-variance groups (all G rollouts equal) are counted per task and per update. Everything random
 comes from one seeded numpy ``Generator`` whose state is part of ``state_dict()``: the same seed and the
 same updates give the same samples, and a saved state resumes exactly (JSON, see ``save``/``load``).
@@ -94,13 +100,14 @@ class CurriculumConfig:
     target_pass_rate: float = 0.5  # beta: the target rises while the rolling pass rate is above this
     target_step: float = 0.05  # largest move of the target per update, in difficulty-score units
     target_sensitivity: float = 4.0  # alpha in tanh(alpha * (R - beta))
-    initial_target: float | None = None  # None: the 10th percentile of the pool's difficulty scores
+    initial_target: float | None = None  # None: the initial_quantile of the pool's difficulty scores
+    initial_quantile: float = 0.1  # where the target starts when initial_target is None
     window: int = 3  # updates in the rolling pass rate
     prior_strength: float = 2.0  # pseudo-observations of the difficulty prior
     prior_slope: float = 8.0  # logits of pass probability per unit of difficulty score
     evidence_half_life: float = 5.0  # updates after which an observed outcome counts half
-    temperature: float = 0.1  # priority = learnability ** (1 / temperature): sharp, near-greedy
-    staleness_mix: float = 0.05  # rho: share of the sampling distribution given to staleness
+    temperature: float = 0.05  # priority = learnability ** (1 / temperature): sharp, near-greedy
+    staleness_mix: float = 0.02  # rho: share of the sampling distribution given to staleness
 
     def __post_init__(self) -> None:
         if not 0.0 < self.target_pass_rate < 1.0:
@@ -131,6 +138,10 @@ class TaskSampler(Protocol):
 
     def update(self, outcomes: Iterable[GroupOutcome]) -> SamplerStats: ...
 
+    def add_tasks(self, difficulties: Sequence[float]) -> None: ...
+
+    def adopt_pool(self, difficulties: Sequence[float]) -> None: ...
+
     def state_dict(self) -> dict[str, Any]: ...
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
@@ -138,6 +149,48 @@ class TaskSampler(Protocol):
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
+
+
+def effective_difficulties(tasks: Sequence[Task], calibration: Mapping[str, float] | None = None) -> list[float]:
+    """Per task: its calibrated difficulty on the static-score scale where one exists, else its score.
+
+    Calibrated difficulties are logits (``P(pass) = sigmoid(skill - b)``); they are mapped onto the
+    score scale by the robust (Theil-Sen) line ``b ~ alpha + gamma * score`` over the calibrated tasks,
+    ``d = (b - alpha) / gamma``: the score an uncalibrated task of that latent difficulty would have
+    on average, so calibrated and uncalibrated tasks stay comparable in one pool. With fewer than three
+    calibrated tasks, no spread, or a line that does not rise, the calibrated values are centred on
+    their tasks' mean score at ``prior_slope`` (8) logits per score unit instead.
+    """
+    scores = np.asarray([t.difficulty.score for t in tasks], dtype=np.float64)
+    if not calibration:
+        return scores.tolist()
+    idx = [i for i, t in enumerate(tasks) if t.instance_id in calibration]
+    if not idx:
+        return scores.tolist()
+    b = np.asarray([float(calibration[tasks[i].instance_id]) for i in idx])
+    s = scores[idx]
+    gamma, alpha = _theil_sen(s, b) if len(idx) >= 3 else (0.0, 0.0)
+    if gamma > 1e-6:
+        mapped = (b - alpha) / gamma
+    else:
+        mapped = float(s.mean()) + (b - float(b.mean())) / CurriculumConfig().prior_slope
+    out = scores.copy()
+    out[idx] = mapped
+    return out.tolist()
+
+
+def _theil_sen(x: np.ndarray, y: np.ndarray, max_points: int = 2000) -> tuple[float, float]:
+    """Slope and intercept of the Theil-Sen line (median pairwise slope): one outlier cannot tilt it."""
+    if len(x) > max_points:  # evenly spaced subsample: deterministic, O(max_points^2) pairs
+        keep = np.linspace(0, len(x) - 1, max_points).astype(int)
+        x, y = x[keep], y[keep]
+    i, j = np.triu_indices(len(x), 1)
+    dx = x[j] - x[i]
+    ok = np.abs(dx) > 1e-9
+    if not ok.any():
+        return 0.0, 0.0
+    gamma = float(np.median((y[j] - y[i])[ok] / dx[ok]))
+    return gamma, float(np.median(y - gamma * x))
 
 
 def _checked_difficulties(difficulties: Sequence[float]) -> np.ndarray:
@@ -169,8 +222,35 @@ class _SamplerBase(Sampler[int]):
         self.last_observed = np.full(n, -1, dtype=np.int64)
 
     @classmethod
-    def from_tasks(cls, tasks: Sequence[Task], **kwargs: Any) -> Any:
-        return cls([t.difficulty.score for t in tasks], **kwargs)
+    def from_tasks(cls, tasks: Sequence[Task], *, calibration: Mapping[str, float] | None = None,
+                   **kwargs: Any) -> Any:
+        """A sampler over ``tasks``; ``calibration`` (instance id -> calibrated difficulty) wins over scores."""
+        return cls(effective_difficulties(tasks, calibration), **kwargs)
+
+    def add_tasks(self, difficulties: Sequence[float]) -> None:
+        """Grow the pool by tasks with these difficulties (indices continue after the current ones).
+
+        A new task has no evidence and counts as never observed (so staleness reaches it soon)."""
+        new = _checked_difficulties(difficulties)
+        self.difficulties = np.concatenate([self.difficulties, new])
+        self.num_samples += len(new)
+        self._grow_counters()
+
+    def adopt_pool(self, difficulties: Sequence[float]) -> None:
+        """Start over on a pool of these difficulties (a resumed run whose pool grew while training):
+        per-task counters are reset to the new size; ``load_state_dict`` then fills them in."""
+        self.difficulties = _checked_difficulties(difficulties)
+        self.num_samples = len(self.difficulties)
+        self.times_observed = np.zeros(0, dtype=np.int64)
+        self.zero_variance_groups = np.zeros(0, dtype=np.int64)
+        self.last_observed = np.zeros(0, dtype=np.int64)
+        self._grow_counters()
+
+    def _grow_counters(self) -> None:
+        k = len(self.difficulties) - len(self.times_observed)
+        self.times_observed = np.concatenate([self.times_observed, np.zeros(k, dtype=np.int64)])
+        self.zero_variance_groups = np.concatenate([self.zero_variance_groups, np.zeros(k, dtype=np.int64)])
+        self.last_observed = np.concatenate([self.last_observed, np.full(k, -1, dtype=np.int64)])
 
     def __len__(self) -> int:
         return self.num_samples
@@ -231,6 +311,7 @@ class _SamplerBase(Sampler[int]):
         return {
             "version": STATE_VERSION, "kind": self.kind, "n": len(self.difficulties), "seed": self.seed,
             "step": self.step, "window": list(self._window), "window_size": self._window.maxlen,
+            "difficulties": self.difficulties.tolist(),
             "times_observed": self.times_observed.tolist(),
             "zero_variance_groups": self.zero_variance_groups.tolist(),
             "last_observed": self.last_observed.tolist(),
@@ -278,13 +359,27 @@ class CurriculumSampler(_SamplerBase):
         self.failures = np.zeros(n, dtype=np.float64)
         self.evidence_step = np.zeros(n, dtype=np.int64)  # step the evidence was last decayed to
         init = self.config.initial_target
-        self._target = float(np.quantile(self.difficulties, 0.1)) if init is None else float(init)
+        self._target = float(np.quantile(self.difficulties, self.config.initial_quantile)) if init is None \
+            else float(init)
         self._lo, self._hi = float(self.difficulties.min()), float(self.difficulties.max())
         self._residuals: deque[float] = deque(maxlen=self.config.window)  # observed - predicted pass rate
 
     @property
     def target(self) -> float:
         return self._target
+
+    def adopt_pool(self, difficulties: Sequence[float]) -> None:
+        self.successes, self.failures = np.zeros(0), np.zeros(0)
+        self.evidence_step = np.zeros(0, dtype=np.int64)
+        super().adopt_pool(difficulties)
+
+    def _grow_counters(self) -> None:
+        super()._grow_counters()
+        k = len(self.difficulties) - len(self.successes)
+        self.successes = np.concatenate([self.successes, np.zeros(k)])
+        self.failures = np.concatenate([self.failures, np.zeros(k)])
+        self.evidence_step = np.concatenate([self.evidence_step, np.full(k, self.step, dtype=np.int64)])
+        self._lo, self._hi = float(self.difficulties.min()), float(self.difficulties.max())
 
     def _decay(self) -> np.ndarray:
         age = (self.step - self.evidence_step).astype(np.float64)
@@ -357,6 +452,7 @@ class CurriculumSampler(_SamplerBase):
         self.successes = np.asarray(state["successes"], dtype=np.float64)
         self.failures = np.asarray(state["failures"], dtype=np.float64)
         self.evidence_step = np.asarray(state["evidence_step"], dtype=np.int64)
+        self._lo, self._hi = float(self.difficulties.min()), float(self.difficulties.max())
 
 
 SAMPLERS = {"curriculum": CurriculumSampler, "uniform": UniformSampler}

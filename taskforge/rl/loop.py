@@ -17,6 +17,11 @@ Deviations and options:
   per step, until ``batch_size`` informative groups are kept. The sampler still learns from every group.
   Such a step costs more rollouts; ``rollouts`` in the metrics counts them.
 * Grading is synchronous per step (no overlap of rollout and grading), which keeps runs reproducible.
+* ``replenisher`` (``taskforge.rl.replenish``): after each step, tasks generated in the background join
+  the pool and the sampler, and harder ones are asked for when the frontier runs thin. ``calibrate``
+  (``taskforge.rl.calibrate``): every graded group is recorded and, at the end, per-task difficulties
+  are fitted (Rasch) and written back to the dataset directory. A dataset's calibrated difficulties
+  are preferred over static scores by the default sampler.
 """
 
 from __future__ import annotations
@@ -37,9 +42,11 @@ from rich.table import Table
 from taskforge.core.errors import ConfigError, DatasetError
 from taskforge.core.files import write_atomic
 from taskforge.core.task import Task
+from taskforge.rl.calibrate import RecordingSampler, write_fit
 from taskforge.rl.curriculum import CurriculumSampler, GroupOutcome, TaskSampler
 from taskforge.rl.grading import GradedGroup, Grader
 from taskforge.rl.policies import Policy
+from taskforge.rl.replenish import Replenisher, restore_pool
 
 STATE_VERSION = 1
 
@@ -78,6 +85,8 @@ class TrainResult:
     steps: int  # steps completed in total (a resumed run counts the earlier ones)
     history: tuple[StepMetrics, ...]  # the steps run by this call
     rollouts: int  # rollouts graded by this call
+    calibrated: int = 0  # tasks whose fitted difficulty this call wrote back (``calibrate=True``)
+    added_tasks: int = 0  # tasks on-demand generation added to the pool in this call
 
     @property
     def last(self) -> StepMetrics | None:
@@ -89,7 +98,8 @@ class TrainResult:
                 "pass_rate": last.pass_rate if last else None,
                 "mean_pass_rate": statistics.fmean(m.pass_rate for m in self.history) if self.history else None,
                 "target": last.target if last else None, "rollouts": self.rollouts,
-                "steps_this_run": len(self.history)}
+                "steps_this_run": len(self.history), "calibrated": self.calibrated,
+                "added_tasks": self.added_tasks}
 
 
 def load_tasks(dataset: str | Path) -> list[Task]:
@@ -212,13 +222,15 @@ def train(dataset: str | Path | Sequence[Task], policy: Policy, grader: Grader, 
           log_path: str | Path | None = None, state_path: str | Path | None = None, resume: bool = False,
           seed: int = 0, filter_zero_variance: bool = False, max_gen_batches: int = 4,
           on_step: Callable[[StepMetrics], bool | None] | None = None, live: bool = False,
-          console: Console | None = None) -> TrainResult:
+          console: Console | None = None, replenisher: Replenisher | None = None, calibrate: bool = False,
+          calibration_bucket: int = 5, calibrate_to: str | Path | None = None) -> TrainResult:
     """Run the loop until ``steps`` steps are done in total (see the module doc).
 
     ``dataset`` is a dataset directory or a sequence of tasks. ``sampler`` defaults to a
     ``CurriculumSampler`` over the tasks' difficulty scores. With ``resume`` and an existing
     ``state_path`` the sampler, the policy and the step counter continue from the saved state and
-    the log keeps its earlier lines. ``on_step`` may return True to stop early.
+    the log keeps its earlier lines. ``on_step`` may return True to stop early. With ``calibrate`` the
+    fitted difficulties go to ``calibrate_to`` (default: ``dataset`` when it is a directory).
     """
     tasks = load_tasks(dataset) if isinstance(dataset, str | Path) else list(dataset)
     if not tasks:
@@ -227,7 +239,11 @@ def train(dataset: str | Path | Sequence[Task], policy: Policy, grader: Grader, 
         raise ConfigError(f"steps >= 0, group_size >= 1, batch_size >= 1 expected; "
                           f"got {steps}, {group_size}, {batch_size}")
     if sampler is None:
-        sampler = CurriculumSampler.from_tasks(tasks, seed=seed, batch_size=batch_size)
+        sampler = CurriculumSampler.from_tasks(tasks, seed=seed, batch_size=batch_size,
+                                               calibration=dataset_calibration(dataset))
+    recording = None
+    if calibrate:
+        sampler = recording = RecordingSampler(sampler, tasks, bucket=calibration_bucket)
     log = Path(log_path) if log_path else None
     state_file = Path(state_path) if state_path else None
     start = 0
@@ -236,7 +252,16 @@ def train(dataset: str | Path | Sequence[Task], policy: Policy, grader: Grader, 
         if state.get("policy", {}).get("name") not in (None, policy.name):
             raise ConfigError(f"state {state_file} was saved by policy {state['policy']['name']!r}, "
                               f"not {policy.name!r}; resume with the same --policy or start fresh")
+        grown: list[Task] = []
+        if "pool" in state:  # on-demand generation grew the pool: its order, then what came after the save
+            tasks[:], grown = restore_pool(tasks, state["pool"])
+            sampler.adopt_pool(state["sampler"]["difficulties"])
+            tasks.extend(grown)
         sampler.load_state_dict(state["sampler"])
+        if grown:
+            sampler.add_tasks([t.difficulty.score for t in grown])
+        if replenisher is not None and "replenish" in state:
+            replenisher.load_state_dict(state["replenish"])
         policy.load_state_dict(state["policy"])
         start = int(state["step"])
         if log:
@@ -246,21 +271,39 @@ def train(dataset: str | Path | Sequence[Task], policy: Policy, grader: Grader, 
     if log:
         log.parent.mkdir(parents=True, exist_ok=True)
     history: list[StepMetrics] = []
+    added = 0
     with _LiveView(steps, console, live) as view:
         for step in range(start + 1, steps + 1):
             m = run_step(step, tasks, policy, grader, sampler, group_size=group_size, batch_size=batch_size,
                          filter_zero_variance=filter_zero_variance, max_gen_batches=max_gen_batches)
             history.append(m)
+            if replenisher is not None:
+                added += len(replenisher.after_step(step, tasks, sampler))
             if log:
                 with log.open("a") as fh:
                     fh.write(json.dumps(m.to_dict()) + "\n")
             if state_file:
                 state_file.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(state_file, json.dumps({"version": STATE_VERSION, "step": step,
-                                                      "sampler": sampler.state_dict(),
-                                                      "policy": policy.state_dict()}))
+                saved = {"version": STATE_VERSION, "step": step, "sampler": sampler.state_dict(),
+                         "policy": policy.state_dict()}
+                if replenisher is not None:
+                    saved.update(pool=[t.instance_id for t in tasks], replenish=replenisher.state_dict())
+                write_atomic(state_file, json.dumps(saved))
             view.show(m)
             if on_step is not None and on_step(m):
                 break
     done = history[-1].step if history else start
-    return TrainResult(done, tuple(history), sum(m.rollouts for m in history))
+    calibrated = 0
+    target_dir = calibrate_to if calibrate_to is not None else dataset if isinstance(dataset, str | Path) else None
+    if recording is not None and len(recording.recorder) and target_dir is not None:
+        calibrated = write_fit(target_dir, recording.fit(), f"train:{policy.name}")
+    return TrainResult(done, tuple(history), sum(m.rollouts for m in history), calibrated, added)
+
+
+def dataset_calibration(dataset: str | Path | Sequence[Task]) -> dict[str, float] | None:
+    """Instance id -> calibrated difficulty of a dataset directory (None for tasks given in memory)."""
+    if not isinstance(dataset, str | Path):
+        return None
+    from taskforge.dataset import Dataset
+
+    return {k: c.difficulty for k, c in Dataset.open(dataset, verify=False).calibration().items()} or None
