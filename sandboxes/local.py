@@ -40,7 +40,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from sandboxes import isolation
+from sandboxes import isolation, reaper
 from sandboxes.install_plan import InstallAttempt, fallback_notes, install_steps
 from sandboxes.ledger import read_ledger
 from sandboxes.protocol import CoverageContexts, EnvironmentFiles, RunOutput, RunRequest, Sandbox
@@ -271,6 +271,8 @@ def run_env(spec: EnvSpec, workspace: Path, venv: Path, scratch: Path,
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONPATH": os.pathsep.join(str((workspace / r).resolve()) for r in spec.src_roots),
     }
+    if token := reaper.run_token():  # marks the run's processes for the watchdog of sandboxes.reaper
+        env[reaper.TOKEN_ENV] = token
     env.update(extra)
     return env
 

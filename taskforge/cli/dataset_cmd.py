@@ -191,7 +191,21 @@ def export(
                           highlight=False, soft_wrap=True)
 
 
+def recover(dataset: DatasetDir) -> None:
+    """Make the dataset of a killed `generate` readable: adopt its whole shards, add its journal's tasks."""
+    from taskforge.pipeline.recover import recover as run_recover
+
+    with user_errors():
+        if not dataset.is_dir():
+            raise ConfigError(f"{dataset} is not a directory; give the --out folder of a generate run")
+        done = run_recover(dataset)
+    note = f", {done.without_archive} left out (repository archive missing)" if done.without_archive else ""
+    console.print(f"dataset: {dataset} ({done.tasks} tasks; {done.from_journal} recovered from the journal{note})",
+                  highlight=False)
+
+
 def register(app: typer.Typer) -> None:
+    app.command("recover")(recover)
     app.command("show")(show)
     app.command("stats")(stats)
     app.command("export")(export)
