@@ -43,6 +43,7 @@ from typing import Any
 from sandboxes import isolation, reaper
 from sandboxes.install_plan import InstallAttempt, fallback_notes, install_steps
 from sandboxes.ledger import read_ledger
+from sandboxes.runner_deps import refusal
 from sandboxes.protocol import CoverageContexts, EnvironmentFiles, RunOutput, RunRequest, Sandbox
 from taskforge.core.environment import EnvSpec, PreparedEnv, normalise_name
 from taskforge.core.errors import EnvironmentBuildError, SandboxError
@@ -78,20 +79,24 @@ class LocalSandbox:
 
     # --- environment ---------------------------------------------------------------------------
     def prepare(self, spec: EnvSpec, repo_dir: Path) -> PreparedEnv:
+        """The environment of ``spec`` (built once); raises for a project the test runner itself imports."""
         if self.confined:
             self._support()
         venv = self.envs_dir / spec.key
         self.envs_dir.mkdir(parents=True, exist_ok=True)
         with _file_lock(self.envs_dir / f"{spec.key}.lock"):
             marker = venv / READY_MARKER
+            env = None
             if marker.is_file():
                 try:
                     env = PreparedEnv.from_dict(json.loads(marker.read_text()))
                     install_runner(venv)
-                    return env
                 except (ValueError, KeyError):
-                    pass  # a damaged marker: rebuild
-            return self._build(spec, Path(repo_dir), venv)
+                    env = None  # a damaged marker: rebuild
+            env = env or self._build(spec, Path(repo_dir), venv)
+        if why := refusal(spec.project_name, sorted(venv.glob("lib/python*/site-packages"))):
+            raise EnvironmentBuildError(why)
+        return env
 
     def _build(self, spec: EnvSpec, repo_dir: Path, venv: Path) -> PreparedEnv:
         start = time.monotonic()

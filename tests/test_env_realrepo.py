@@ -28,3 +28,24 @@ def test_jinja2_picks_one_lock_builds_and_profiles(tmp_path_factory: pytest.Temp
     assert len(profile.baseline.passed) > 500, profile.baseline  # jinja2's suite: ~850 tests
     assert not profile.baseline.collection_errors
     assert Path(profile.snapshot.path).is_dir()
+
+
+def test_pluggy_is_refused_with_one_line_not_zero_tasks(tmp_path: Path,
+                                                        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """pluggy 1.7.0 once ended "exit 0, 0 tasks from 232 candidates, no warning": pytest imports it."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    work = tmp_path_factory.getbasetemp() / "tf-shared-work"
+    work.mkdir(exist_ok=True)
+    res = subprocess.run([sys.executable, "-c", "from taskforge.cli import main; main()", "generate",
+                          "pypi:pluggy==1.7.0", "--out", str(tmp_path / "out"), "--work-dir", str(work),
+                          "--max-tasks", "2", "--runs", "1"], cwd=root, capture_output=True, text=True,
+                         timeout=600, env={**os.environ, "COLUMNS": "200", "PYTHONPATH": str(root)})
+    assert res.returncode == 1, res.stdout + res.stderr
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1, res.stderr
+    assert "imported by the test runner itself (pytest -> pluggy)" in errors[0]
+    assert "Traceback" not in res.stdout + res.stderr

@@ -62,3 +62,32 @@ def test_local_build_falls_back_and_records_why(tmp_path: Path, tmp_path_factory
     assert "fell back to step 'unpinned'" in notes
     assert any(line.lower().startswith("iniconfig==") for line in env.frozen)
     assert env.spec.key == spec.key  # the notes are not part of the environment's identity
+
+
+def test_runner_dependencies_come_from_the_environment_metadata(tmp_path: Path) -> None:
+    """A fake site-packages: pytest needs pluggy; a plugin needs its own dependency; jinja2 is nobody's."""
+    from sandboxes.runner_deps import refusal, runner_distributions
+
+    def dist(name: str, requires: list[str], plugin: bool = False) -> None:
+        d = tmp_path / f"{name}-1.0.dist-info"
+        d.mkdir()
+        (d / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n"
+                                    + "".join(f"Requires-Dist: {r}\n" for r in requires))
+        if plugin:
+            (d / "entry_points.txt").write_text(f"[pytest11]\n{name} = {name}.plugin\n")
+
+    dist("pytest", ["pluggy<2,>=1.5", "iniconfig", "colorama; sys_platform == 'win32'",
+                    "argcomplete; extra == 'dev'"])
+    dist("pluggy", [])
+    dist("iniconfig", [])
+    dist("argcomplete", [])
+    dist("pytest_mockish", ["mockdep>=1"], plugin=True)
+    dist("mockdep", [])
+    dist("Jinja2", ["MarkupSafe"])
+    chain = runner_distributions([tmp_path])
+    assert chain["pluggy"] == "pytest -> pluggy" and chain["mockdep"] == "pytest-mockish -> mockdep"
+    assert "argcomplete" not in chain and "jinja2" not in chain
+    assert "pytest -> pluggy" in refusal("pluggy", [tmp_path])
+    assert refusal("Jinja2", [tmp_path]) == ""
+    assert refusal("pytest-mockish", [tmp_path]) == ""  # a plugin of its own: its tests load it
+    assert refusal("pytest", [tmp_path]) != ""
