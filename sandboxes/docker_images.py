@@ -195,7 +195,9 @@ class EnvImages:
         try:
             return str(self.client.images.get(base).id)
         except docker.errors.ImageNotFound:
-            pass
+            if base.startswith("taskforge/"):  # built here, never on a registry: no lookup
+                raise SandboxError(f"base image {base!r} is not built yet; build it with `taskforge sandbox "
+                                   "build-base` (or pass --build-base to generate)") from None
         try:
             return str(self.client.images.pull(base).id)
         except docker.errors.APIError as exc:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from sandboxes import reaper
@@ -41,6 +42,8 @@ def generate(
                                                        rich_help_panel=ADVANCED)] = None,
     max_minutes: Annotated[float | None, typer.Option(min=0.1, help="Stop after this many minutes, keeping every "
                                                       "task accepted so far (rerun to resume).")] = None,
+    build_base: Annotated[bool, typer.Option("--build-base", help="With --sandbox docker: build the base image "
+                                             "first when it is missing.", rich_help_panel=ADVANCED)] = False,
 ) -> None:
     """Generate validated feature-deletion tasks from SOURCE(s) into the dataset at OUT."""
     from taskforge.pipeline.executors import make_executor
@@ -54,6 +57,8 @@ def generate(
         options = GenerateOptions(strategies=tuple(s.strip() for s in strategies.split(",") if s.strip()),
                                   max_tasks=max_tasks, max_candidates=max_candidates, seed=seed, rev=rev,
                                   max_minutes=max_minutes)
+        if settings.sandbox == "docker":
+            ensure_base_image(settings.base_image, build_base)
         start = time.monotonic()
         with reaper.guard(), stop_on_sigterm():  # nothing this run starts outlives it, even on SIGKILL
             ex = make_executor(settings.executor, settings.jobs, settings.ray_address)
@@ -76,6 +81,23 @@ def generate(
                           "sources": [s.to_dict() for s in summaries]}), flush=True)
     if failed:
         raise typer.Exit(1)
+
+
+def ensure_base_image(tag: str, build: bool) -> None:
+    """A missing locally-built base image: build it (``--build-base``, or yes at the prompt) or say how."""
+    from sandboxes.base_image import base_image_missing, build_base_image
+    from taskforge.core.errors import SandboxError
+
+    if not base_image_missing(tag):
+        return
+    if not build and sys.stdin.isatty():
+        build = typer.confirm(f"base image {tag} is not built yet; build it now (debootstrap, a few minutes)?")
+    if not build:
+        raise SandboxError(f"base image {tag} is not built yet; run `taskforge sandbox build-base --tag {tag}` "
+                           "or pass --build-base")
+    with err_console.status(f"building base image {tag} (debootstrap + docker import)...", spinner="dots"):
+        build_base_image(tag)
+    err_console.print(f"built base image {tag}", highlight=False)
 
 
 def _progress() -> Progress:

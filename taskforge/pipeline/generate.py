@@ -150,7 +150,7 @@ def select_tasks(order: Sequence[Candidate], results: dict[str, CandidateResult]
 
 def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: GenerateOptions,
                executor: Executor, writer: Any, emit: Event, sandbox: Any = None,
-               deadline: Deadline = Deadline()) -> SourceSummary:
+               deadline: Deadline | None = None) -> SourceSummary:
     """Validate the candidates of one profiled source and add its tasks to ``writer`` as they are decided.
 
     A stop (``RunStopped``, ``KeyboardInterrupt``) keeps every task accepted so far and re-raises as
@@ -189,7 +189,8 @@ def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: 
             sink.add(chosen)  # decided tasks reach the dataset now
             if final:
                 break
-            deadline.check()
+            if deadline is not None:
+                deadline.check()
             todo = [c for c in order if c.candidate_id not in results][:batch_size]
             jobs = [CandidateJob(profile.profile_dir, c, settings.to_dict(), provenance, options.mode, sandbox)
                     for c in todo]
