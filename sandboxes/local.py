@@ -43,8 +43,8 @@ from typing import Any
 from sandboxes import isolation, reaper
 from sandboxes.install_plan import InstallAttempt, fallback_notes, install_steps
 from sandboxes.ledger import read_ledger
-from sandboxes.runner_deps import refusal
 from sandboxes.protocol import CoverageContexts, EnvironmentFiles, RunOutput, RunRequest, Sandbox
+from sandboxes.runner_deps import refusal
 from taskforge.core.environment import EnvSpec, PreparedEnv, normalise_name
 from taskforge.core.errors import EnvironmentBuildError, SandboxError
 from taskforge.core.process import run_capture, run_channel
