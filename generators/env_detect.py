@@ -2,7 +2,7 @@
 
 Read, in order of trust: ``pyproject.toml`` (``[project]``, optional-dependencies, dependency-groups,
 ``[tool.pytest...]``), ``setup.cfg``, ``setup.py`` (text only, never executed), ``pytest.ini`` /
-``tox.ini``, ``requirements*.txt`` files, tox/nox dependency hints, and finally the imports of the test
+``tox.ini``, ONE requirement set for the running Python (``generators/requirement_sets.py``), and finally the imports of the test
 files themselves: a test dependency that the sdist forgot to declare (``hypothesis``, ``freezegun``, a
 pytest plugin) is found there and added, or reported in the notes when it cannot be mapped.
 """
@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from generators.requirement_sets import choose_requirement_set, requirement_files
 from taskforge.core.environment import EnvSpec, normalise_name
 
 TEST_EXTRAS = ("test", "tests", "testing")
@@ -76,8 +77,9 @@ def detect_env(repo: Path, *, python: str = "3.11", name_hint: str = "") -> EnvS
         install_target = ""
         notes.append("install_target: '' (no pyproject build info, setup.py or setup.cfg [metadata])")
 
-    requirements: list[str] = []
-    _add_requirements(repo, pyproject, tox_ini, requirements, notes)
+    chosen_set, set_notes = choose_requirement_set(repo, pyproject, tox_ini, _read_text(repo / "noxfile.py"), python)
+    requirements: list[str] = list(chosen_set.requirements) if chosen_set else []
+    notes.extend(set_notes)
 
     src_roots, why = _src_roots(repo)
     notes.append(f"src_roots: {why}")
@@ -139,7 +141,7 @@ def detect_env(repo: Path, *, python: str = "3.11", name_hint: str = "") -> EnvS
             notes.append(f"requirements: added {dist!r} (tests use its fixture {fixture!r})")
 
     digest = _metadata_digest(repo, ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini",
-                                     *_requirement_files(repo)))
+                                     *requirement_files(repo)))
     return EnvSpec(
         metadata_digest=digest,
         project_name=normalise_name(name), python=python, install_target=install_target,
@@ -180,86 +182,6 @@ def _runtime_imports(pyproject: dict[str, Any], cfg: configparser.ConfigParser) 
     if cfg.has_option("options", "install_requires"):
         deps += cfg.get("options", "install_requires").splitlines()
     return {_req_name(d).replace("-", "_") for d in deps if d.strip()}
-
-
-def _add_requirements(repo: Path, pyproject: dict[str, Any], tox: configparser.ConfigParser,
-                      out: list[str], notes: list[str]) -> None:
-    groups = pyproject.get("dependency-groups", {})
-    for g in (*TEST_EXTRAS, *DEV_EXTRAS):
-        if g in groups:
-            reqs = _resolve_group(groups, g, set())
-            out.extend(reqs)
-            notes.append(f"requirements: dependency-group {g!r} of pyproject.toml ({len(reqs)} entries)")
-            break
-    for rel in _requirement_files(repo):
-        reqs = _read_requirements(repo / rel, set())
-        out.extend(reqs)
-        notes.append(f"requirements: {rel} ({len(reqs)} entries)")
-    if tox.has_option("testenv", "deps"):
-        deps = [d.strip() for d in tox.get("testenv", "deps").splitlines()]
-        deps = [d for d in deps if d and not d.startswith(("-", "#")) and "{" not in d and ":" not in d]
-        if deps:
-            out.extend(deps)
-            notes.append(f"requirements: tox.ini [testenv] deps {deps}")
-    nox = _read_text(repo / "noxfile.py")
-    for call in re.findall(r"session\.install\(([^)]*)\)", nox):
-        for dep in re.findall(r"""['"]([A-Za-z0-9][A-Za-z0-9._\-\[\],<>=!~ ]*)['"]""", call):
-            if not dep.startswith((".", "-")) and dep not in ("pip",):
-                out.append(dep)
-                notes.append(f"requirements: noxfile.py session.install {dep!r}")
-
-
-def _resolve_group(groups: dict[str, Any], name: str, seen: set[str]) -> list[str]:
-    if name in seen:
-        return []
-    seen.add(name)
-    out: list[str] = []
-    for item in groups.get(name, []):
-        if isinstance(item, dict) and "include-group" in item:
-            out.extend(_resolve_group(groups, item["include-group"], seen))
-        elif isinstance(item, str):
-            out.append(item)
-    return out
-
-
-def _requirement_files(repo: Path) -> list[str]:
-    """Test requirement files, most specific first; an unpinned ``.in`` beside a pinned ``.txt`` loses."""
-    found: list[str] = []
-    patterns = ("requirements/test*.txt", "requirements/tests*.txt", "requirements-test*.txt",
-                "test-requirements*.txt", "test_requirements*.txt", "requirements_test*.txt",
-                "tests/requirements*.txt", "requirements/testing*.txt", "requirements-testing*.txt")
-    for pat in patterns:
-        for p in sorted(repo.glob(pat)):
-            rel = p.relative_to(repo).as_posix()
-            if rel not in found:
-                found.append(rel)
-    if not found:
-        for pat in ("requirements/test*.in", "requirements-test*.in", "requirements/dev.txt",
-                    "requirements-dev.txt", "dev-requirements.txt"):
-            found += [p.relative_to(repo).as_posix() for p in sorted(repo.glob(pat))]
-            if found:
-                break
-    return found
-
-
-def _read_requirements(path: Path, seen: set[Path]) -> list[str]:
-    if path in seen or not path.is_file():
-        return []
-    seen.add(path)
-    out: list[str] = []
-    for raw in path.read_text(errors="replace").splitlines():
-        line = raw.split(" #", 1)[0].strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith(("-r ", "--requirement ")):
-            out.extend(_read_requirements(path.parent / line.split(None, 1)[1], seen))
-        elif line.startswith(("-c ", "--constraint ")):
-            continue
-        elif line.startswith("-") or line.startswith((".", "/")) or "://" in line:
-            continue  # -e ., local paths, index options, URLs: not portable requirements
-        else:
-            out.append(line.split(";", 1)[0].strip() if "python_version" not in line else line)
-    return out
 
 
 def _req_name(req: str) -> str:

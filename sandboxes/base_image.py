@@ -86,6 +86,17 @@ def build_base_image(
     return str(client.images.get(tag).id)
 
 
+def base_image_missing(tag: str, client: docker.DockerClient | None = None) -> bool:
+    """Whether ``tag`` is absent locally and cannot come from a registry (a ``taskforge/`` image is built
+    here, by ``build_base_image``, never pulled)."""
+    client = client or _client()
+    try:
+        client.images.get(tag)
+        return False
+    except docker.errors.ImageNotFound:
+        return tag.startswith("taskforge/")
+
+
 def _client() -> docker.DockerClient:
     try:
         client = docker.from_env(timeout=600)

@@ -38,6 +38,7 @@ import docker
 import docker.errors
 import requests.exceptions
 
+from sandboxes.install_plan import InstallAttempt, InstallStep, fallback_notes, install_steps
 from taskforge.core.environment import EnvSpec, PreparedEnv
 from taskforge.core.errors import EnvironmentBuildError, SandboxError
 from taskforge.core.settings import Settings
@@ -177,7 +178,7 @@ class EnvImages:
         log_path = self.settings.work_dir / "logs" / f"docker-env-{tag.split(':')[1]}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("w") as log:
-            resolution = self._resolve(spec, repo_dir, log, log_path)
+            resolution, spec = self._resolve_with_fallback(spec, repo_dir, log, log_path)
             prepared = PreparedEnv(
                 spec=spec, backend="docker", location=tag, python_version=resolution.python_version,
                 frozen=resolution.pins, install_log="", build_seconds=0.0,
@@ -194,7 +195,9 @@ class EnvImages:
         try:
             return str(self.client.images.get(base).id)
         except docker.errors.ImageNotFound:
-            pass
+            if base.startswith("taskforge/"):  # built here, never on a registry: no lookup
+                raise SandboxError(f"base image {base!r} is not built yet; build it with `taskforge sandbox "
+                                   "build-base` (or pass --build-base to generate)") from None
         try:
             return str(self.client.images.pull(base).id)
         except docker.errors.APIError as exc:
@@ -219,9 +222,26 @@ class EnvImages:
         ca = self.settings.effective_ca_bundle
         return {"ca.pem": Path(ca).read_bytes()} if ca else {"ca.pem": b""}
 
-    def _resolve(self, spec: EnvSpec, repo_dir: Path, log: io.TextIOBase, log_path: Path) -> Resolution:
-        request = {"install_target": spec.install_target,
-                   "requirements": list(spec.requirements) + list(TEST_TOOLING),
+    def _resolve_with_fallback(self, spec: EnvSpec, repo_dir: Path, log: io.TextIOBase,
+                               log_path: Path) -> tuple[Resolution, EnvSpec]:
+        """Resolve the first installable step of ``sandboxes.install_plan``; failures land in the notes."""
+        attempts: list[InstallAttempt] = []
+        for step in install_steps(spec, TEST_TOOLING):
+            try:
+                resolution = self._resolve(spec, step, repo_dir, log, log_path)
+            except EnvironmentBuildError as exc:
+                attempts.append(InstallAttempt(step, str(exc)))
+                log.write(f"# step {step.label!r} failed: {exc}\n")
+                continue
+            notes = fallback_notes(attempts, step)
+            return resolution, (dataclasses.replace(spec, notes=(*spec.notes, *notes)) if notes else spec)
+        raise EnvironmentBuildError(f"no install step of {spec.project_name} resolves: "
+                                    + "; ".join(f"{a.step.label}: {a.why.split(' (full log:')[0][:240]}" for a in attempts)
+                                    + f" (full log: {log_path})")
+
+    def _resolve(self, spec: EnvSpec, step: InstallStep, repo_dir: Path, log: io.TextIOBase,
+                 log_path: Path) -> Resolution:
+        request = {"install_target": step.install_target, "requirements": list(step.requirements),
                    "project_name": spec.project_name}
         files = {"tf/request.json": json.dumps(request).encode(), "tf/resolve_env.py": _RESOLVE.read_bytes(),
                  **{f"tf/{k}": v for k, v in self._ca_files().items()}}
@@ -249,8 +269,8 @@ class EnvImages:
             if status.get("StatusCode") != 0:
                 tail = " | ".join(output.strip().splitlines()[-4:])
                 raise EnvironmentBuildError(
-                    f"pip could not resolve {spec.install_target or '(no install target)'} + "
-                    f"{len(spec.requirements)} requirement(s) of {spec.project_name} in "
+                    f"pip could not resolve {step.install_target or '(no install target)'} + "
+                    f"{len(step.requirements)} requirement(s) of {spec.project_name} in "
                     f"{self.settings.base_image}: {tail} (full log: {log_path})")
             stream, _ = container.get_archive("/tf/out/dist-info")
             return Resolution.from_dict(json.loads(read_file(container, "/tf/out.json")), b"".join(stream))

@@ -40,9 +40,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from sandboxes import isolation
+from sandboxes import isolation, reaper
+from sandboxes.install_plan import InstallAttempt, fallback_notes, install_steps
 from sandboxes.ledger import read_ledger
 from sandboxes.protocol import CoverageContexts, EnvironmentFiles, RunOutput, RunRequest, Sandbox
+from sandboxes.runner_deps import refusal
 from taskforge.core.environment import EnvSpec, PreparedEnv, normalise_name
 from taskforge.core.errors import EnvironmentBuildError, SandboxError
 from taskforge.core.process import run_capture, run_channel
@@ -77,20 +79,24 @@ class LocalSandbox:
 
     # --- environment ---------------------------------------------------------------------------
     def prepare(self, spec: EnvSpec, repo_dir: Path) -> PreparedEnv:
+        """The environment of ``spec`` (built once); raises for a project the test runner itself imports."""
         if self.confined:
             self._support()
         venv = self.envs_dir / spec.key
         self.envs_dir.mkdir(parents=True, exist_ok=True)
         with _file_lock(self.envs_dir / f"{spec.key}.lock"):
             marker = venv / READY_MARKER
+            env = None
             if marker.is_file():
                 try:
                     env = PreparedEnv.from_dict(json.loads(marker.read_text()))
                     install_runner(venv)
-                    return env
                 except (ValueError, KeyError):
-                    pass  # a damaged marker: rebuild
-            return self._build(spec, Path(repo_dir), venv)
+                    env = None  # a damaged marker: rebuild
+            env = env or self._build(spec, Path(repo_dir), venv)
+        if why := refusal(spec.project_name, sorted(venv.glob("lib/python*/site-packages"))):
+            raise EnvironmentBuildError(why)
+        return env
 
     def _build(self, spec: EnvSpec, repo_dir: Path, venv: Path) -> PreparedEnv:
         start = time.monotonic()
@@ -102,21 +108,34 @@ class LocalSandbox:
         py = str(venv / "bin" / "python")
         pip = [*host_pip, "--python", py] if host_pip else [py, "-m", "pip"]
         build = Path(tempfile.mkdtemp(prefix=f".build-{spec.key}-", dir=self.envs_dir))
+        attempts: list[InstallAttempt] = []
         try:
             # pip may write build/ and *.egg-info into the tree it installs: give it a copy
             tree = build / "tree"
             shutil.copytree(repo_dir, tree, ignore=shutil.ignore_patterns(".git"), symlinks=True)
-            reqs = build / "requirements.txt"
-            reqs.write_text("\n".join((*spec.requirements, *_BASE_REQUIREMENTS)) + "\n")
-            argv = [*pip, "install", "--disable-pip-version-check", "--no-input",
-                    "--progress-bar", "off", "-r", str(reqs)]
-            if spec.install_target:
-                path, _, extras = spec.install_target.partition("[")
-                argv.append(str((tree / path).resolve()) + (f"[{extras}" if extras else ""))
-            shown = " ".join(["pip install", *spec.requirements, *_BASE_REQUIREMENTS, spec.install_target])
-            self._step([shown], argv, self.settings.install_timeout_s, log, spec)
+            for step in install_steps(spec, _BASE_REQUIREMENTS):
+                reqs = build / "requirements.txt"
+                reqs.write_text("\n".join(step.requirements) + "\n")
+                argv = [*pip, "install", "--disable-pip-version-check", "--no-input",
+                        "--progress-bar", "off", "-r", str(reqs)]
+                if step.install_target:
+                    path, _, extras = step.install_target.partition("[")
+                    argv.append(str((tree / path).resolve()) + (f"[{extras}" if extras else ""))
+                shown = " ".join(["pip install", *step.requirements, step.install_target])
+                why = self._try_step([f"({step.label}) {shown}"], argv, self.settings.install_timeout_s, log)
+                if not why:
+                    break
+                attempts.append(InstallAttempt(step, why))
+            else:
+                raise EnvironmentBuildError(
+                    f"installing {spec.project_name} failed at every step: "
+                    + "; ".join(f"{a.step.label}: {a.why[:200]}" for a in attempts)
+                    + "; check the project's install metadata or add the missing requirement")
         finally:
             shutil.rmtree(build, ignore_errors=True)
+        if attempts:
+            spec = dataclasses.replace(spec, notes=(*spec.notes, *fallback_notes(attempts, step)))
+            log.append("$ (taskforge) " + "\n".join(fallback_notes(attempts, step)))
         removed = strip_project_code(venv, spec) if spec.install_target else []
         log.append(f"$ (taskforge) removed {len(removed)} installed files of {spec.project_name}")
         rc, frozen = run_capture([*pip, "freeze", "--disable-pip-version-check"], 120, env=_build_env(self.settings))
@@ -137,17 +156,21 @@ class LocalSandbox:
         return env
 
     def _step(self, label: list[str], argv: list[str], timeout: float, log: list[str], spec: EnvSpec) -> None:
+        why = self._try_step(label, argv, timeout, log)
+        if why:
+            raise EnvironmentBuildError(f"building the environment of {spec.project_name} failed: {why}; "
+                                        "check that the interpreter in Settings.python works")
+
+    def _try_step(self, label: list[str], argv: list[str], timeout: float, log: list[str]) -> str:
+        """Run one build step; "" when it worked, else one line saying why not (the log keeps the rest)."""
         rc, out = run_capture(argv, timeout, env=_build_env(self.settings), tail=200_000)
         log.append(f"$ {' '.join(label)}\n{out[-_LOG_TAIL:]}")
         if rc == 0:
-            return
+            return ""
         what = f"timed out after {timeout:.0f}s" if rc is None else f"exit {rc}"
         errors = [ln.strip() for ln in out.splitlines() if ln.strip().startswith(("ERROR", "error:"))]
         detail = errors[-1] if errors else (out.strip().splitlines() or ["no output"])[-1]
-        raise EnvironmentBuildError(
-            f"installing {spec.project_name} failed ({what}): {detail[:300]} "
-            f"(ran: {' '.join(label)}); check the project's install metadata or add the missing requirement"
-        )
+        return f"{what}: {detail[:300]} (ran: {' '.join(label)[:200]})"
 
     def warm(self) -> Sandbox:
         from sandboxes.warm import WarmLocalSandbox
@@ -253,6 +276,8 @@ def run_env(spec: EnvSpec, workspace: Path, venv: Path, scratch: Path,
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONPATH": os.pathsep.join(str((workspace / r).resolve()) for r in spec.src_roots),
     }
+    if token := reaper.run_token():  # marks the run's processes for the watchdog of sandboxes.reaper
+        env[reaper.TOKEN_ENV] = token
     env.update(extra)
     return env
 

@@ -144,12 +144,23 @@ def main(argv: list[str]) -> int:
     from taskforge.core.settings import Settings
     from taskforge.pipeline.executors import SyncExecutor
     from taskforge.pipeline.generate import GenerateOptions, generate
+    from taskforge.pipeline.stopping import stop_on_sigterm
 
     src, out, work = argv[1:4]
     settings = Settings.load({"work_dir": work, "baseline_runs": 2, "test_timeout_s": 300})
     validated = []
-    generate([src], Path(out), settings, GenerateOptions(max_candidates=6), SyncExecutor(),
-             emit=lambda event, data: validated.append(data) if event == "candidate" else None, sandbox=HostSandbox())
+
+    def emit(event: str, data: dict) -> None:
+        if event == "candidate":
+            validated.append(data)
+            print(f"candidate accepted={data['accepted']}", flush=True)  # the stop tests wait for one
+
+    with stop_on_sigterm():
+        summaries = generate([src], Path(out), settings, GenerateOptions(max_candidates=6), SyncExecutor(),
+                             emit=emit, sandbox=HostSandbox())
+    for s in summaries:
+        if s.error:
+            print(f"error {s.error}", flush=True)
     print(f"validated {len(validated)}", flush=True)
     return 0
 

@@ -99,8 +99,8 @@ def test_image_is_cached_by_content_hash(both):
 
 def test_failed_build_names_its_kept_log(both, tmp_path):
     (docker_box, _), _, repo = both
-    spec = EnvSpec(project_name="mini", python="3.11", install_target=".",
-                   requirements=("taskforge-no-such-package-xq7==0.0.1",))
+    spec = EnvSpec(project_name="mini", python="3.11", install_target="./taskforge-no-such-dir",
+                   requirements=("taskforge-no-such-package-xq7==0.0.1",))  # every fallback step fails
     with pytest.raises(EnvironmentBuildError, match=r"full log: .*docker-env-[0-9a-f]+\.log") as info:
         docker_box.prepare(spec, repo)
     log = Path(str(info.value).rsplit("full log: ", 1)[1].rstrip(")"))

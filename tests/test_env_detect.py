@@ -81,7 +81,7 @@ def test_src_layout_and_undeclared_test_dependencies_detected(tmp_path: Path) ->
     assert "added 'hypothesis'" in notes
 
 
-def test_requirement_files_and_dependency_groups(tmp_path: Path) -> None:
+def test_dependency_group_is_the_one_set_and_requirement_files_are_not_added(tmp_path: Path) -> None:
     write(tmp_path, {
         "pyproject.toml": """
             [project]
@@ -90,16 +90,72 @@ def test_requirement_files_and_dependency_groups(tmp_path: Path) -> None:
             base = ["pympler"]
             tests = [{include-group = "base"}, "pytest>=8"]
             """,
+        "requirements/tests.txt": "six\n",
+        "grp/__init__.py": "",
+        "tests/test_g.py": "def test_g():\n    pass\n",
+    })
+    spec = detect_env(tmp_path)
+    assert spec.requirements == ("pympler", "pytest>=8")
+    notes = "\n".join(spec.notes)
+    assert "dependency-group 'tests'" in notes and "not combined with requirements/tests.txt" in notes
+
+
+def test_requirement_file_includes_followed_options_dropped(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "pyproject.toml": "[project]\nname = 'grp'\n",
         "requirements/tests.txt": "-r common.txt\n# comment\nattrs==23.1 ; python_version >= '3.8'\n-e .\n",
         "requirements/common.txt": "six\n",
         "grp/__init__.py": "",
         "tests/test_g.py": "def test_g():\n    pass\n",
     })
     spec = detect_env(tmp_path)
-    assert spec.requirements[:2] == ("pympler", "pytest>=8")
     assert "six" in spec.requirements
     assert any(r.startswith("attrs==23.1") for r in spec.requirements)
     assert not any(r.startswith("-e") for r in spec.requirements)
+
+
+def test_lock_for_another_python_is_never_unioned(tmp_path: Path) -> None:
+    """jinja2 3.1.6: requirements/tests.txt (3.13 lock) and tests37.txt (3.7 lock) both match tests*.txt."""
+    write(tmp_path, {
+        "pyproject.toml": "[project]\nname = 'jin'\n",
+        "requirements/tests.txt": "attrs==24.3.0\npytest==8.3.4\n",
+        "requirements/tests37.txt": "attrs==24.2.0\npytest==7.4.4\n",
+        "jin/__init__.py": "",
+        "tests/test_j.py": "def test_j():\n    pass\n",
+    })
+    assert detect_env(tmp_path, python="3.11").requirements == ("attrs==24.3.0", "pytest==8.3.4")
+    assert detect_env(tmp_path, python="3.7").requirements == ("attrs==24.2.0", "pytest==7.4.4")
+
+
+def test_tox_env_of_the_running_python_wins(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "pyproject.toml": "[project]\nname = 'toxy'\n",
+        "tox.ini": """
+            [testenv]
+            deps =
+                -r requirements/tests.txt
+                py37: importlib-metadata
+                py311: tomli-w
+            [testenv:py37,py3.7]
+            deps = -r requirements/tests37.txt
+            """,
+        "requirements/tests.txt": "pytest==8.3.4\n",
+        "requirements/tests37.txt": "pytest==7.4.4\n",
+        "toxy/__init__.py": "",
+        "tests/test_t.py": "def test_t():\n    pass\n",
+    })
+    assert detect_env(tmp_path, python="3.11").requirements == ("pytest==8.3.4", "tomli-w")
+    assert detect_env(tmp_path, python="3.7").requirements == ("pytest==7.4.4",)
+
+
+def test_python_tag_of_requirement_file_names() -> None:
+    from generators.requirement_sets import python_tag
+
+    assert python_tag("requirements/tests37.txt") == "3.7"
+    assert python_tag("requirements/tests-py3.11.txt") == "3.11"
+    assert python_tag("requirements/test_py310.in") == "3.10"
+    assert python_tag("requirements/tests.txt") == ""
+    assert python_tag("requirements-test.txt") == ""
 
 
 def test_root_test_module_and_plain_directory(tmp_path: Path) -> None:

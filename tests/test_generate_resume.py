@@ -66,7 +66,9 @@ def test_sigkill_at_a_random_point_then_rerun_gives_the_uninterrupted_dataset(tm
     assert validated == total - done_before, "finished candidates were validated again"
     manifest_a = json.loads((tmp_path / "a" / "manifest.json").read_text())
     manifest_b = json.loads((tmp_path / "b" / "manifest.json").read_text())
-    drop = ("duplicates_dropped",)  # the writer may drop rows a killed run had already committed
+    # the writer may drop rows a killed run had already committed; tasks are flushed as they are decided,
+    # on a timer (taskforge/pipeline/task_sink.py), so the shard count depends on timing, the tasks do not
+    drop = ("duplicates_dropped", "shards")
     assert {k: v for k, v in manifest_b["counts"].items() if k not in drop} == \
         {k: v for k, v in manifest_a["counts"].items() if k not in drop}
     assert manifest_b["counts"]["tasks"] == len(expected)

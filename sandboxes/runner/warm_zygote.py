@@ -18,8 +18,19 @@ import tempfile
 import traceback
 
 
+def _die_with_parent() -> None:
+    """SIGKILL this process when its parent dies (Linux ``PR_SET_PDEATHSIG``); nothing elsewhere."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):
+        return
+
+
 def _child(req: dict, runner: object) -> int:
     os.setsid()  # own process group: the host kills the whole group on timeout
+    _die_with_parent()  # a killed server takes its run along (no orphan spinning at PID 1)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)  # never the server's request pipe
     os.close(null)
@@ -39,6 +50,10 @@ def _child(req: dict, runner: object) -> int:
 
 def main() -> int:
     sys.dont_write_bytecode = True
+    parent = os.getppid()
+    _die_with_parent()  # the server dies with the taskforge process that started it
+    if os.getppid() != parent:
+        return 1
     runner = importlib.import_module("pytest_runner")  # imports pytest
     from _pytest.config import default_plugins
 

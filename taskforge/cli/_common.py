@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,7 +31,22 @@ def user_errors() -> Iterator[None]:
 
 
 def settings_from(**overrides: Any) -> Settings:
-    """Resolve settings (file -> env -> flags) and log them once."""
+    """Resolve settings (file -> env -> flags) and log them once per process, readably."""
     s = Settings.load(overrides)
-    err_console.print(f"[dim]settings: {s.to_dict()}[/]", highlight=False, soft_wrap=True)
+    _log_once(settings_line(s))
     return s
+
+
+ALWAYS_SHOWN = ("sandbox", "jobs", "work_dir")
+
+
+def settings_line(s: Settings) -> str:
+    """``settings: sandbox=local, jobs=1, work_dir=..., baseline_runs=1 (others at their defaults)``."""
+    values, defaults = s.to_dict(), Settings().to_dict()
+    shown = {k: v for k, v in values.items() if k in ALWAYS_SHOWN or v != defaults.get(k)}
+    return "settings: " + ", ".join(f"{k}={v}" for k, v in shown.items()) + " (others at their defaults)"
+
+
+@functools.cache
+def _log_once(line: str) -> None:
+    err_console.print(f"[dim]{escape(line)}[/]", highlight=False, soft_wrap=True)

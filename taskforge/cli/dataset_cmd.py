@@ -56,7 +56,8 @@ def show(
         rows = ds.table(columns=cols, where=_where(repo, strategy, tier)).to_pylist()
     table = Table(title=f"{dataset}: {len(rows)} of {len(ds)} tasks")
     for col in ("instance id", "repo", "strategy", "tier", "score", "F2P", "P2P", "audit"):
-        table.add_column(col, justify="right" if col in ("tier", "score", "F2P", "P2P") else "left")
+        table.add_column(col, justify="right" if col in ("tier", "score", "F2P", "P2P") else "left",
+                         overflow="fold", no_wrap=col == "instance id")  # an id is shown whole, never "…"
     for r in sorted(rows, key=lambda r: r["instance_id"])[:limit]:
         table.add_row(r["instance_id"], r["repo"], r["strategy"], str(r["difficulty_tier"]),
                       f"{r['difficulty_score']:.2f}", str(len(json.loads(r["FAIL_TO_PASS"]))),
@@ -75,10 +76,10 @@ def _show_one(task) -> None:  # noqa: ANN001 - a Task
         f"fan-in {d.fan_in}, files {d.files_touched})\naudit {'passed' if task.audit.passed else 'LEAK FOUND'}  "
         f"validation runs {len(task.validation)}", title="task", highlight=False))
     console.print(Panel(task.problem_statement, title="problem statement"))
-    console.print(Panel("\n".join(task.fail_to_pass) or "-", title=f"FAIL_TO_PASS ({len(task.fail_to_pass)})"))
-    console.print(Panel("\n".join(task.pass_to_pass[:20]) + (f"\n... {len(task.pass_to_pass) - 20} more"
-                                                             if len(task.pass_to_pass) > 20 else ""),
-                        title=f"PASS_TO_PASS ({len(task.pass_to_pass)})"))
+    for title, ids in (("FAIL_TO_PASS", task.fail_to_pass), ("PASS_TO_PASS", task.pass_to_pass)):
+        console.rule(f"{title} ({len(ids)})")
+        for test_id in ids or ("-",):  # one id a line, whole (no panel border to cut or fold it)
+            console.print(test_id, highlight=False, markup=False, soft_wrap=True)
     for name, patch in (("setup_patch (original -> broken)", task.setup_patch), ("patch (gold)", task.patch),
                         ("test_patch (hidden tests)", task.test_patch)):
         console.print(Panel(Syntax(patch or "-", "diff", word_wrap=True), title=name))
@@ -191,7 +192,21 @@ def export(
                           highlight=False, soft_wrap=True)
 
 
+def recover(dataset: DatasetDir) -> None:
+    """Make the dataset of a killed `generate` readable: adopt its whole shards, add its journal's tasks."""
+    from taskforge.pipeline.recover import recover as run_recover
+
+    with user_errors():
+        if not dataset.is_dir():
+            raise ConfigError(f"{dataset} is not a directory; give the --out folder of a generate run")
+        done = run_recover(dataset)
+    note = f", {done.without_archive} left out (repository archive missing)" if done.without_archive else ""
+    console.print(f"dataset: {dataset} ({done.tasks} tasks; {done.from_journal} recovered from the journal{note})",
+                  highlight=False)
+
+
 def register(app: typer.Typer) -> None:
+    app.command("recover")(recover)
     app.command("show")(show)
     app.command("stats")(stats)
     app.command("export")(export)

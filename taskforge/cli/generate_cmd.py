@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from sandboxes import reaper
 from taskforge.cli._common import ADVANCED, console, err_console, settings_from, user_errors
+from taskforge.pipeline.stopping import stop_on_sigterm
 
 
 def generate(
@@ -36,6 +40,10 @@ def generate(
     work_dir: Annotated[Path | None, typer.Option(help="Work area reused across runs.", rich_help_panel=ADVANCED)] = None,
     test_timeout: Annotated[float | None, typer.Option(help="Seconds one suite run may take.",
                                                        rich_help_panel=ADVANCED)] = None,
+    max_minutes: Annotated[float | None, typer.Option(min=0.1, help="Stop after this many minutes, keeping every "
+                                                      "task accepted so far (rerun to resume).")] = None,
+    build_base: Annotated[bool, typer.Option("--build-base", help="With --sandbox docker: build the base image "
+                                             "first when it is missing.", rich_help_panel=ADVANCED)] = False,
 ) -> None:
     """Generate validated feature-deletion tasks from SOURCE(s) into the dataset at OUT."""
     from taskforge.pipeline.executors import make_executor
@@ -47,25 +55,49 @@ def generate(
                                  validation_repeats=repeats, baseline_runs=runs, work_dir=work_dir,
                                  test_timeout_s=test_timeout, seed=seed)
         options = GenerateOptions(strategies=tuple(s.strip() for s in strategies.split(",") if s.strip()),
-                                  max_tasks=max_tasks, max_candidates=max_candidates, seed=seed, rev=rev)
+                                  max_tasks=max_tasks, max_candidates=max_candidates, seed=seed, rev=rev,
+                                  max_minutes=max_minutes)
+        if settings.sandbox == "docker":
+            ensure_base_image(settings.base_image, build_base)
         start = time.monotonic()
-        ex = make_executor(settings.executor, settings.jobs, settings.ray_address)
-        try:
-            with _progress() as progress:
-                summaries = run_generate(sources, out, settings, options, ex, _emitter(progress))
-        finally:
-            ex.close()
+        with reaper.guard(), stop_on_sigterm():  # nothing this run starts outlives it, even on SIGKILL
+            ex = make_executor(settings.executor, settings.jobs, settings.ray_address)
+            stopped = False
+            try:
+                with _progress() as progress:
+                    summaries = run_generate(sources, out, settings, options, ex, _emitter(progress))
+                stopped = any(s.error.startswith("stopped by") for s in summaries)
+            finally:
+                ex.close(wait=not stopped)
     elapsed = time.monotonic() - start
     failed = [s for s in summaries if s.error]
-    for s in failed:
-        err_console.print(f"[bold red]error:[/] {s.source}: {s.error}", highlight=False, soft_wrap=True)
     console.print(_table(summaries, elapsed))
+    for s in failed:  # one line each, outside the table (the table's funnel column never wraps an error)
+        err_console.print(f"[bold red]error:[/] {escape(s.source)}: {escape(s.error)}", highlight=False,
+                          soft_wrap=True)
     console.print(f"dataset: {out} ({sum(s.tasks for s in summaries)} tasks written this run)", highlight=False)
     if as_json:
         print(json.dumps({"tasks": sum(s.tasks for s in summaries), "seconds": round(elapsed, 2), "out": str(out),
                           "sources": [s.to_dict() for s in summaries]}), flush=True)
     if failed:
         raise typer.Exit(1)
+
+
+def ensure_base_image(tag: str, build: bool) -> None:
+    """A missing locally-built base image: build it (``--build-base``, or yes at the prompt) or say how."""
+    from sandboxes.base_image import base_image_missing, build_base_image
+    from taskforge.core.errors import SandboxError
+
+    if not base_image_missing(tag):
+        return
+    if not build and sys.stdin.isatty():
+        build = typer.confirm(f"base image {tag} is not built yet; build it now (debootstrap, a few minutes)?")
+    if not build:
+        raise SandboxError(f"base image {tag} is not built yet; run `taskforge sandbox build-base --tag {tag}` "
+                           "or pass --build-base")
+    with err_console.status(f"building base image {tag} (debootstrap + docker import)...", spinner="dots"):
+        build_base_image(tag)
+    err_console.print(f"built base image {tag}", highlight=False)
 
 
 def _progress() -> Progress:
@@ -89,6 +121,9 @@ def _emitter(progress: Progress) -> Any:
             progress.advance(bars["cand"])
             if data["accepted"]:
                 progress.advance(bars["acc"])
+        elif event == "warning":
+            progress.console.print(f"[yellow]warning:[/] {escape(data['source'])}: {escape(data['message'])}",
+                                   highlight=False, soft_wrap=True)
 
     return emit
 
@@ -99,8 +134,10 @@ def _table(summaries: list[Any], elapsed: float) -> Table:
         table.add_column(head, overflow="fold", justify="left" if head in ("source", "rejection funnel") else "right")
     for s in summaries:
         funnel = ", ".join(f"{k}={v}" for k, v in sorted(s.funnel.items(), key=lambda kv: -kv[1])) or "-"
+        if s.error and not s.funnel:
+            funnel = "[red]failed (see the error below)[/]"
         table.add_row(s.source, str(s.candidates), *(str(s.accepted.get(k, 0)) for k in ("stub", "delete", "module")),
-                      funnel if not s.error else f"[red]{s.error}[/]", f"{s.seconds / 60:.1f}")
+                      funnel, f"{s.seconds / 60:.1f}")
     return table
 
 

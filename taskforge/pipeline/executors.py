@@ -27,7 +27,9 @@ class Executor(Protocol):
         """Yield ``(index into items, result or exception)`` as each item completes."""
         ...
 
-    def close(self) -> None: ...
+    def close(self, wait: bool = True) -> None:
+        """Release workers; ``wait=False`` (a stopped run) ends running items instead of waiting for them."""
+        ...
 
 
 class SyncExecutor:
@@ -40,7 +42,7 @@ class SyncExecutor:
             except Exception as exc:  # one bad item never aborts the run
                 yield i, exc
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
         return None
 
 
@@ -58,8 +60,12 @@ class ProcessExecutor:
             exc = fut.exception()
             yield futures[fut], (exc if exc is not None else fut.result())
 
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+    def close(self, wait: bool = True) -> None:
+        """Shut the pool down; ``wait=False`` (a stopped run) kills the workers instead of waiting for them."""
+        if not wait:
+            for proc in list(getattr(self._pool, "_processes", {}).values()):
+                proc.kill()
+        self._pool.shutdown(wait=wait, cancel_futures=True)
 
 
 class RayExecutor:
@@ -93,7 +99,7 @@ class RayExecutor:
             except Exception as exc:  # RayTaskError wraps the worker's exception
                 yield refs[ref], exc
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
         if self._owns:
             self._ray.shutdown()
 

@@ -7,13 +7,16 @@ Stages run as picklable functions on an ``Executor`` (process pool or Ray):
 * ``validate_candidate(CandidateJob)`` (``taskforge.validate.steps``): one candidate -> Task | Rejected.
 
 Resumability: every candidate's outcome is journaled atomically under ``OUT/.journal/<repo>/`` as it
-completes; a rerun with the same arguments skips journaled candidates. Tasks are added to the dataset
-per source in a deterministic order (candidate rank order, interleaved over strategies), so a run killed
-at any point and started again ends with exactly the dataset of an uninterrupted run.
+completes; a rerun with the same arguments skips journaled candidates. Tasks reach the dataset as they
+are decided (``taskforge/pipeline/task_sink.py``), in a deterministic order (candidate rank order,
+interleaved over strategies), so a run killed at any point and started again ends with exactly the
+dataset of an uninterrupted run. A stop (SIGTERM, Ctrl-C, ``max_minutes``) keeps every task accepted so
+far and still writes the manifest.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -30,6 +33,8 @@ from taskforge.core.files import write_atomic
 from taskforge.core.outcomes import Rejected, RejectReason
 from taskforge.core.settings import Settings
 from taskforge.pipeline.executors import Executor
+from taskforge.pipeline.stopping import Deadline, RunStopped, stop_reason
+from taskforge.pipeline.task_sink import TaskSink, accepted_so_far
 from taskforge.validate.steps import CandidateJob, CandidateResult, validate_candidate
 
 JOURNAL_DIR = ".journal"
@@ -45,6 +50,7 @@ class GenerateOptions:
     seed: int = 0
     rev: str | None = None
     mode: str = "default"  # validation mode: "default" | "naive" (the benchmark's reference)
+    max_minutes: float | None = None  # wall-clock cap of the whole run; accepted tasks are kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +149,14 @@ def select_tasks(order: Sequence[Candidate], results: dict[str, CandidateResult]
 
 
 def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: GenerateOptions,
-               executor: Executor, writer: Any, emit: Event, sandbox: Any = None) -> SourceSummary:
-    """Validate the candidates of one profiled source and add its tasks to ``writer``."""
+               executor: Executor, writer: Any, emit: Event, sandbox: Any = None,
+               deadline: Deadline | None = None) -> SourceSummary:
+    """Validate the candidates of one profiled source and add its tasks to ``writer`` as they are decided.
+
+    A stop (``RunStopped``, ``KeyboardInterrupt``) keeps every task accepted so far and re-raises as
+    ``SourceStopped`` carrying this source's summary.
+    """
     from generators.registry import all_strategies
-    from taskforge.dataset.funnel import RunFunnel
     from taskforge.validate.worker import load_profile
 
     start = time.monotonic()
@@ -172,29 +182,55 @@ def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: 
                   "sandbox": settings.sandbox, "validation_repeats": settings.validation_repeats,
                   "baseline_runs": settings.baseline_runs}
     batch_size = max(2, 2 * settings.jobs)
-    while True:
-        chosen, final = select_tasks(order, results, options.max_tasks)
-        if final:
-            break
-        todo = [c for c in order if c.candidate_id not in results][:batch_size]
-        jobs = [CandidateJob(profile.profile_dir, c, settings.to_dict(), provenance, options.mode, sandbox)
-                for c in todo]
-        for i, res in executor.map_unordered(validate_candidate, jobs):
-            cand = todo[i]
-            if isinstance(res, BaseException):
-                res = CandidateResult(cand.candidate_id, Rejected(
-                    cand.candidate_id, RejectReason.INTERNAL_ERROR, f"{type(res).__name__}: {res}"))
-            write_atomic(_journal_path(journal, cand.candidate_id), json.dumps(res.to_dict(), sort_keys=True),
-                         durable=True)
-            results[cand.candidate_id] = res
-            emit("candidate", {"source": profile.source, "candidate": cand.candidate_id,
-                               "accepted": res.task is not None,
-                               "reason": res.rejected.reason.value if res.rejected else ""})
+    sink = TaskSink(writer, prof.snapshot.name, prof.snapshot.commit, prof.repo_dir)
+    try:
+        while True:
+            chosen, final = select_tasks(order, results, options.max_tasks)
+            sink.add(chosen)  # decided tasks reach the dataset now
+            if final:
+                break
+            if deadline is not None:
+                deadline.check()
+            todo = [c for c in order if c.candidate_id not in results][:batch_size]
+            jobs = [CandidateJob(profile.profile_dir, c, settings.to_dict(), provenance, options.mode, sandbox)
+                    for c in todo]
+            for i, res in executor.map_unordered(validate_candidate, jobs):
+                cand = todo[i]
+                if isinstance(res, BaseException):
+                    res = CandidateResult(cand.candidate_id, Rejected(
+                        cand.candidate_id, RejectReason.INTERNAL_ERROR, f"{type(res).__name__}: {res}"))
+                write_atomic(_journal_path(journal, cand.candidate_id), json.dumps(res.to_dict(), sort_keys=True),
+                             durable=True)
+                results[cand.candidate_id] = res
+                sink.add(select_tasks(order, results, options.max_tasks)[0])
+                emit("candidate", {"source": profile.source, "candidate": cand.candidate_id,
+                                   "accepted": res.task is not None,
+                                   "reason": res.rejected.reason.value if res.rejected else ""})
+    except (RunStopped, KeyboardInterrupt) as exc:
+        sink.add(accepted_so_far(order, results, options.max_tasks))
+        sink.flush()
+        summary = _summarize(profile, prof, writer, order, results, sink.written, pre_rejected, options, start)
+        raise SourceStopped(dataclasses.replace(summary, error=f"stopped by {stop_reason(exc)}: "
+                                                f"{summary.tasks} task(s) kept; run the same command again "
+                                                "to resume")) from exc
+    sink.finish()
+    return _summarize(profile, prof, writer, order, results, chosen, pre_rejected, options, start)
 
-    writer.add_repo_archive(prof.snapshot.name, prof.snapshot.commit, prof.repo_dir)
-    for res in chosen:
-        assert res.task is not None
-        writer.add(res.task)
+
+class SourceStopped(BaseException):
+    """A stop reached ``run_source``: its tasks are in the writer; ``summary`` says what was kept."""
+
+    def __init__(self, summary: SourceSummary) -> None:
+        super().__init__(summary.error)
+        self.summary = summary
+
+
+def _summarize(profile: ProfileOutcome, prof: Any, writer: Any, order: Sequence[Candidate],
+               results: dict[str, CandidateResult], chosen: Sequence[CandidateResult], pre_rejected: list[Any],
+               options: GenerateOptions, start: float) -> SourceSummary:
+    """Record the source's funnel in the dataset and return its summary."""
+    from taskforge.dataset.funnel import RunFunnel
+
     considered = [results[c.candidate_id] for c in order if c.candidate_id in results]
     rejections = [r.rejected for r in considered if r.rejected is not None] + pre_rejected
     accepted = Counter(r.task.strategy for r in chosen if r.task is not None)
@@ -236,12 +272,18 @@ def generate(sources: Sequence[str], out: Path, settings: Settings, options: Gen
     if unknown:
         raise ConfigError(f"unknown strategies {unknown}; available: {', '.join(STRATEGIES)}")
     summaries: list[SourceSummary] = []
+    deadline = Deadline.after(options.max_minutes)
     jobs = [ProfileJob(s, settings.to_dict(), options.rev, sandbox) for s in sources]
     say("profiles", {"total": len(jobs)})
     profiles: dict[int, ProfileOutcome] = {}
-    for i, res in executor.map_unordered(profile_source, jobs):
-        profiles[i] = res if isinstance(res, ProfileOutcome) else ProfileOutcome(sources[i], error=f"{res}")
-        say("profiled", {"source": sources[i], "error": profiles[i].error, "cached": profiles[i].cached})
+    try:
+        for i, res in executor.map_unordered(profile_source, jobs):
+            profiles[i] = res if isinstance(res, ProfileOutcome) else ProfileOutcome(sources[i], error=f"{res}")
+            say("profiled", {"source": sources[i], "error": profiles[i].error, "cached": profiles[i].cached})
+            deadline.check()
+    except (RunStopped, KeyboardInterrupt) as exc:
+        why = f"stopped by {stop_reason(exc)} while profiling; run the same command again to resume"
+        return [SourceSummary(s, error=why) for s in sources]
     with DatasetWriter(out) as writer:
         for i, source in enumerate(sources):
             prof = profiles[i]
@@ -249,8 +291,22 @@ def generate(sources: Sequence[str], out: Path, settings: Settings, options: Gen
                 summaries.append(SourceSummary(source, error=prof.error, seconds=prof.seconds))
                 continue
             try:
-                summaries.append(run_source(prof, out, settings, options, executor, writer, say, sandbox))
+                for warning in profile_warnings(prof):
+                    say("warning", {"source": source, "message": warning})
+                summaries.append(run_source(prof, out, settings, options, executor, writer, say, sandbox, deadline))
             except TaskforgeError as exc:
                 summaries.append(SourceSummary(source, error=str(exc)))
+            except SourceStopped as stop:
+                summaries.append(stop.summary)
+                summaries += [SourceSummary(s, error="not started: the run was stopped") for s in sources[i + 1:]]
+                break  # the writer closes normally: manifest + card list every task kept
             say("source_done", {"source": source})
     return summaries
+
+
+def profile_warnings(prof: ProfileOutcome) -> list[str]:
+    """What the user should know about a profiled source: install fallbacks, from the environment notes."""
+    from taskforge.validate.worker import load_profile
+
+    notes = load_profile(prof.profile_dir).spec.notes
+    return [n.removeprefix("install: ") for n in notes if n.startswith("install: ")]

@@ -1,0 +1,172 @@
+"""Choose ONE set of test requirements for the running Python, never a union of several.
+
+A repository often declares its test dependencies more than once: a PEP 735 dependency group, the tox
+environment CI runs, a noxfile, and requirement files, some of them locks compiled for another Python
+(jinja2 3.1.6 ships ``requirements/tests.txt`` for 3.13 and ``requirements/tests37.txt`` for 3.7; their
+union asks for ``pytest==8.3.4`` and ``pytest==7.4.4`` at once). ``choose_requirement_set`` takes the
+first source that exists, in this order of trust, and within it the variant for ``python``:
+
+1. ``[dependency-groups]`` of pyproject.toml (PEP 735): ``test``, ``tests``, ``testing``, then ``dev``...;
+2. the tox environment of ``python`` (``[testenv:py311]`` or a section naming ``py311``/``py3.11``), else
+   ``[testenv]``: its ``deps`` (``-r FILE`` followed, factor-conditional lines kept only for ``python``);
+3. one requirement file: the one named for ``python`` (``tests311.txt``, ``tests-py3.11.txt``), else the
+   unversioned one with the shortest name; files named for another Python are never read;
+4. ``session.install(...)`` calls of ``noxfile.py``.
+
+The others are named in the notes. When the chosen set cannot be installed, the sandbox falls back step by
+step (``sandboxes/install_plan.py``).
+"""
+
+from __future__ import annotations
+
+import configparser
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+GROUP_NAMES = ("test", "tests", "testing", "dev", "develop", "development")
+FILE_PATTERNS = ("requirements/test*.txt", "requirements/tests*.txt", "requirements-test*.txt",
+                 "test-requirements*.txt", "test_requirements*.txt", "requirements_test*.txt",
+                 "tests/requirements*.txt", "requirements/testing*.txt", "requirements-testing*.txt")
+FALLBACK_PATTERNS = ("requirements/test*.in", "requirements-test*.in", "requirements/dev.txt",
+                     "requirements-dev.txt", "dev-requirements.txt")
+_PY_SUFFIX = re.compile(r"(?:[-_.]?py)?[-_.]?(3)\.?(\d{1,2})$")
+
+
+@dataclass(frozen=True, slots=True)
+class RequirementSet:
+    """One declared set of test requirements and where it came from (``origin``, shown to the user)."""
+
+    origin: str
+    requirements: tuple[str, ...]
+
+
+def choose_requirement_set(repo: Path, pyproject: dict[str, Any], tox: configparser.ConfigParser,
+                           nox_text: str, python: str) -> tuple[RequirementSet | None, list[str]]:
+    """The one requirement set for ``python`` and the notes saying what was chosen and what was left."""
+    found = [s for s in (_dependency_group(pyproject), _tox_deps(repo, tox, python),
+                         _requirement_file(repo, python), _nox_installs(nox_text)) if s is not None]
+    if not found:
+        return None, []
+    chosen, *others = found
+    notes = [f"requirements: {chosen.origin} ({len(chosen.requirements)} entries) is the one set for "
+             f"Python {python}"]
+    if others:
+        notes.append("requirements: not combined with " + ", ".join(o.origin for o in others) +
+                     " (one consistent set; a union of sets pinned for different Pythons cannot resolve)")
+    return chosen, notes
+
+
+def python_tag(name: str) -> str:
+    """``"3.7"`` for ``tests37.txt`` / ``tests-py3.7.txt``; ``""`` when the name names no Python."""
+    stem = name.rsplit("/", 1)[-1].split(".txt")[0].split(".in")[0]
+    m = _PY_SUFFIX.search(stem)
+    return f"{m.group(1)}.{m.group(2)}" if m else ""
+
+
+def read_requirements(path: Path, seen: set[Path] | None = None) -> list[str]:
+    """The requirement lines of ``path``, ``-r`` includes followed; options, paths and URLs left out."""
+    seen = set() if seen is None else seen
+    if path in seen or not path.is_file():
+        return []
+    seen.add(path)
+    out: list[str] = []
+    for raw in path.read_text(errors="replace").splitlines():
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith(("-r ", "--requirement ")):
+            out.extend(read_requirements(path.parent / line.split(None, 1)[1], seen))
+        elif line.startswith("-") or line.startswith((".", "/")) or "://" in line:
+            continue  # -c, -e ., local paths, index options, URLs: not portable requirements
+        else:
+            out.append(line.split(";", 1)[0].strip() if "python_version" not in line else line)
+    return out
+
+
+def requirement_files(repo: Path) -> list[str]:
+    """Every test requirement file of ``repo`` (for the metadata digest), most specific pattern first."""
+    found: list[str] = []
+    for pat in FILE_PATTERNS:
+        found += [rel for p in sorted(repo.glob(pat)) if (rel := p.relative_to(repo).as_posix()) not in found]
+    if not found:
+        for pat in FALLBACK_PATTERNS:
+            found += [p.relative_to(repo).as_posix() for p in sorted(repo.glob(pat))]
+            if found:
+                break
+    return found
+
+
+# --- the sources, each returning one set or None -----------------------------------------------
+
+def _dependency_group(pyproject: dict[str, Any]) -> RequirementSet | None:
+    groups = pyproject.get("dependency-groups", {})
+    for g in GROUP_NAMES:
+        if g in groups:
+            return RequirementSet(f"dependency-group {g!r} of pyproject.toml", tuple(_resolve_group(groups, g, set())))
+    return None
+
+
+def _resolve_group(groups: dict[str, Any], name: str, seen: set[str]) -> list[str]:
+    if name in seen:
+        return []
+    seen.add(name)
+    out: list[str] = []
+    for item in groups.get(name, []):
+        if isinstance(item, dict) and "include-group" in item:
+            out.extend(_resolve_group(groups, item["include-group"], seen))
+        elif isinstance(item, str):
+            out.append(item)
+    return out
+
+
+def _tox_deps(repo: Path, tox: configparser.ConfigParser, python: str) -> RequirementSet | None:
+    major, _, minor = python.partition(".")
+    factors = {f"py{major}{minor}", f"py{major}.{minor}", f"py{major}"}
+    section = next((s for s in tox.sections() if s.startswith("testenv:") and tox.has_option(s, "deps")
+                    and factors & {f.strip() for f in s.split(":", 1)[1].split(",")}), "")
+    section = section or ("testenv" if tox.has_option("testenv", "deps") else "")
+    if not section:
+        return None
+    deps: list[str] = []
+    for raw in tox.get(section, "deps").splitlines():
+        line = raw.split(" #", 1)[0].strip()
+        if ":" in line and not line.startswith(("-", "#")) and "://" not in line:
+            cond, _, line = line.partition(":")  # tox factor condition: "py37,py38: dep"
+            if not factors & {c.strip() for c in cond.split(",")}:
+                continue
+            line = line.strip()
+        if not line or line.startswith("#") or "{" in line:
+            continue
+        if line.startswith(("-r", "--requirement")):
+            target = line.split(None, 1)[1] if " " in line else line[2:]
+            deps += read_requirements(repo / target.strip())
+        elif not line.startswith(("-", ".", "/")):
+            deps.append(line)
+    if not deps:
+        return None
+    return RequirementSet(f"tox.ini [{section}] deps", tuple(dict.fromkeys(deps)))
+
+
+def _requirement_file(repo: Path, python: str) -> RequirementSet | None:
+    files = [f for f in requirement_files(repo)]
+    if not files:
+        return None
+    exact = [f for f in files if python_tag(f) == python]
+    generic = sorted((f for f in files if not python_tag(f)), key=lambda f: (len(Path(f).name), f))
+    chosen = (exact or generic or [""])[0]
+    if not chosen:
+        return None  # only files for other Pythons
+    skipped = [f for f in files if f != chosen]
+    origin = chosen + (f" (not {', '.join(skipped)})" if skipped else "")
+    return RequirementSet(origin, tuple(read_requirements(repo / chosen)))
+
+
+def _nox_installs(nox: str) -> RequirementSet | None:
+    deps: list[str] = []
+    for call in re.findall(r"session\.install\(([^)]*)\)", nox):
+        for dep in re.findall(r"""['"]([A-Za-z0-9][A-Za-z0-9._\-\[\],<>=!~ ]*)['"]""", call):
+            if not dep.startswith((".", "-")) and dep != "pip":
+                deps.append(dep)
+    return RequirementSet("noxfile.py session.install", tuple(dict.fromkeys(deps))) if deps else None

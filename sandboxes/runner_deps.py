@@ -1,0 +1,56 @@
+"""The distributions the test runner itself loads, read from an environment's installed metadata.
+
+pytest imports pluggy, iniconfig and packaging (and its plugins their own dependencies) before any test
+runs, and the runner imports coverage. A project that is one of them cannot be tested by deletion with
+this runner: the runner would import the workspace copy, so every deleted entity breaks pytest itself
+and no candidate can ever be accepted (pluggy 1.7.0: 0 tasks from 232 candidates, exit 0, no warning).
+``runner_distributions`` computes that set from the environment (``importlib.metadata`` of ``pytest``,
+``coverage``, every installed ``pytest11`` plugin, and their requirements, transitively, among what is
+installed); ``refusal`` turns a hit into the one-line reason the sandbox raises. Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from importlib import metadata
+from pathlib import Path
+
+from taskforge.core.environment import normalise_name
+
+RUNNER_ROOTS = ("pytest", "coverage")
+_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def runner_distributions(site_dirs: Iterable[Path]) -> dict[str, str]:
+    """Normalised name -> the chain that pulls it in (``"pytest -> pluggy"``), for what is installed."""
+    dists = {normalise_name(d.metadata["Name"] or ""): d
+             for d in metadata.distributions(path=[str(p) for p in site_dirs]) if d.metadata["Name"]}
+    roots = [r for r in RUNNER_ROOTS if r in dists]
+    for name, dist in dists.items():
+        if any(ep.group == "pytest11" for ep in dist.entry_points):
+            roots.append(name)  # a plugin pytest loads at start-up
+    chain: dict[str, str] = {r: r for r in roots}
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        for req in dists[name].requires or ():
+            if "extra ==" in req.replace('"', "'").replace("extra==", "extra =="):
+                continue  # only with an extra the runner does not ask for
+            m = _NAME.match(req)
+            dep = normalise_name(m.group(1)) if m else ""
+            if dep in dists and dep not in chain:
+                chain[dep] = f"{chain[name]} -> {dep}"
+                todo.append(dep)
+    return chain
+
+
+def refusal(project: str, site_dirs: Iterable[Path]) -> str:
+    """Why ``project`` cannot be tested with this runner ("" when it can)."""
+    name = normalise_name(project)
+    chain = runner_distributions(site_dirs).get(name)
+    if not chain or (chain == name and name not in RUNNER_ROOTS):
+        return ""  # a pytest plugin of its own (hypothesis, anyio): its tests load it; most deletions work
+    return (f"{project} is imported by the test runner itself ({chain}): every deletion would break pytest, "
+            "not the project's tests, so no task could be validated; taskforge does not generate tasks from "
+            "the test runner's own dependencies")

@@ -1,0 +1,93 @@
+"""The install fallback steps (``sandboxes/install_plan.py``), and a real build that needs them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sandboxes.install_plan import InstallAttempt, fallback_notes, install_steps, unpin
+from taskforge.core.environment import EnvSpec
+
+TOOLING = ("pytest", "coverage>=7.4")
+
+
+def test_unpin_keeps_extras_and_markers() -> None:
+    assert unpin("attrs==24.3.0") == "attrs"
+    assert unpin("pytest[testing]>=8,<9") == "pytest[testing]"
+    assert unpin("tomli==2.0.1 ; python_version < '3.11'") == "tomli ; python_version < '3.11'"
+    assert unpin("trio") == "trio"
+
+
+def test_steps_go_from_pinned_to_plain_without_repeats() -> None:
+    spec = EnvSpec(project_name="p", python="3.11", install_target=".[tests]", requirements=("attrs==24.3.0",))
+    steps = install_steps(spec, TOOLING)
+    assert [s.label for s in steps] == ["pinned", "unpinned", "extras", "plain"]
+    assert steps[0].requirements == ("attrs==24.3.0", *TOOLING)
+    assert steps[1].requirements == ("attrs", *TOOLING)
+    assert steps[2].requirements == TOOLING and steps[2].install_target == ".[tests]"
+    assert steps[3].install_target == "."
+    bare = EnvSpec(project_name="p", python="3.11", install_target=".", requirements=("six",))
+    assert [s.label for s in install_steps(bare, TOOLING)] == ["pinned", "extras"]  # unpinned == pinned
+
+
+def test_notes_name_every_failed_step_and_the_one_used() -> None:
+    spec = EnvSpec(project_name="p", python="3.11", install_target=".", requirements=("x==1",))
+    pinned, unpinned, extras = install_steps(spec, TOOLING)
+    notes = fallback_notes([InstallAttempt(pinned, "exit 1: ResolutionImpossible"),
+                            InstallAttempt(unpinned, "exit 1: no matching distribution")], extras)
+    assert notes[0] == "install: step 'pinned' failed: exit 1: ResolutionImpossible"
+    assert "'unpinned' failed" in notes[1] and notes[2].startswith("install: fell back to step 'extras'")
+    assert fallback_notes([], pinned) == ()
+
+
+@pytest.mark.slow
+def test_local_build_falls_back_and_records_why(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """An impossible pin set (two pins of one name, as a union of locks gives) falls back to the names."""
+    from sandboxes.local import LocalSandbox
+    from taskforge.core.settings import Settings
+    from tests.fixtures_repos import write
+
+    write(tmp_path, {"pyproject.toml": '[build-system]\nrequires = ["setuptools"]\n'
+                                       'build-backend = "setuptools.build_meta"\n[project]\nname = "fb"\n'
+                                       'version = "1"\n',
+                     "fb/__init__.py": "", "tests/test_f.py": "def test_f():\n    pass\n"})
+    spec = EnvSpec(project_name="fb", python="3.11", install_target=".",
+                   requirements=("iniconfig==2.0.0", "iniconfig==1.1.1"))
+    work = tmp_path_factory.getbasetemp() / "tf-shared-work"
+    work.mkdir(exist_ok=True)
+    env = LocalSandbox(Settings(work_dir=work, install_timeout_s=300), confined=False).prepare(spec, tmp_path)
+    notes = "\n".join(env.spec.notes)
+    assert "install: step 'pinned' failed" in notes
+    assert "fell back to step 'unpinned'" in notes
+    assert any(line.lower().startswith("iniconfig==") for line in env.frozen)
+    assert env.spec.key == spec.key  # the notes are not part of the environment's identity
+
+
+def test_runner_dependencies_come_from_the_environment_metadata(tmp_path: Path) -> None:
+    """A fake site-packages: pytest needs pluggy; a plugin needs its own dependency; jinja2 is nobody's."""
+    from sandboxes.runner_deps import refusal, runner_distributions
+
+    def dist(name: str, requires: list[str], plugin: bool = False) -> None:
+        d = tmp_path / f"{name}-1.0.dist-info"
+        d.mkdir()
+        (d / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n"
+                                    + "".join(f"Requires-Dist: {r}\n" for r in requires))
+        if plugin:
+            (d / "entry_points.txt").write_text(f"[pytest11]\n{name} = {name}.plugin\n")
+
+    dist("pytest", ["pluggy<2,>=1.5", "iniconfig", "colorama; sys_platform == 'win32'",
+                    "argcomplete; extra == 'dev'"])
+    dist("pluggy", [])
+    dist("iniconfig", [])
+    dist("argcomplete", [])
+    dist("pytest_mockish", ["mockdep>=1"], plugin=True)
+    dist("mockdep", [])
+    dist("Jinja2", ["MarkupSafe"])
+    chain = runner_distributions([tmp_path])
+    assert chain["pluggy"] == "pytest -> pluggy" and chain["mockdep"] == "pytest-mockish -> mockdep"
+    assert "argcomplete" not in chain and "jinja2" not in chain
+    assert "pytest -> pluggy" in refusal("pluggy", [tmp_path])
+    assert refusal("Jinja2", [tmp_path]) == ""
+    assert refusal("pytest-mockish", [tmp_path]) == ""  # a plugin of its own: its tests load it
+    assert refusal("pytest", [tmp_path]) != ""
