@@ -84,6 +84,7 @@ VERIFIER_FILES = {"run_tests.py": "taskforge.dataset.harbor_verifier",
                   "harbor_run.py": "taskforge.dataset.harbor_run",
                   "harbor_canaries.py": "taskforge.reward.canaries",
                   "harbor_records.py": "sandboxes.runner.records",
+                  "harbor_protected.py": "taskforge.reward.protected",
                   "grading_plugin.py": "taskforge.reward.grading_plugin",
                   "harbor_monitor.py": "taskforge.reward.monitor",
                   "runner/pytest_runner.py": "sandboxes.runner.pytest_runner"}
