@@ -52,7 +52,6 @@ from pathlib import Path
 
 if __package__:  # imported from the repository (taskforge.dataset)
     from ..reward import canaries
-
     from . import harbor_run as run
     from . import harbor_workspace as workspace_rules
 else:  # the task's tests/run_tests.py: its siblings, found by path (python -I adds no script directory)
