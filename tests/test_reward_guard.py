@@ -107,3 +107,19 @@ def test_canary_plan_is_secret_and_verified(tmp_path: Path) -> None:
     assert any("must-fail" in p for p in plan.verify(dict.fromkeys(plan.expect, "passed"), [], finished=True))
     assert plan.verify(good, [], finished=False)
     assert plan.verify(dict(list(good.items())[:-1]), [], finished=True)
+
+
+def test_canaries_never_take_the_name_of_a_requested_test(tmp_path: Path) -> None:
+    """A class inheriting its tests from a mixin elsewhere: a canary method named like an inherited test
+    would replace that test (found on cachetools' TLRUCacheTest::test_insert)."""
+    src = ("from helpers import Mixin\n\n\nclass TestC(Mixin):\n    def test_insert_one(self):\n        assert 1\n\n"
+           "    def test_insert(self):\n        assert 2\n")
+    requested = ["tests/test_h.py::TestC::test_insert_one", "tests/test_h.py::TestC::test_one",
+                 "tests/test_h.py::TestC::test_insert_insert", "tests/test_h.py::TestC::test_one_insert"]
+    for seed in range(30):
+        ws = tmp_path / str(seed)
+        (ws / "tests").mkdir(parents=True)
+        (ws / "tests/test_h.py").write_text(src)
+        plan = plant_canaries(ws, ["tests/test_h.py"], fail_to_pass=requested, rng=random.Random(seed))
+        assert not set(plan.expect) & set(requested), seed
+        assert any("::TestC::" in n for n in plan.expect)  # method canaries live in the class

@@ -217,6 +217,9 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         open_ended = [k for k, (fn, _) in sorted(units.items()) if not _ends_on_its_own(fn)]
         failing = [k for k in open_ended if k in f2p_ids] or open_ended  # the stub's callers first
         taken = {n.name for n in ast.walk(tree) if isinstance(n, (*_FUNCS, ast.ClassDef))}
+        # and every requested test's name: a method a class inherits (a mixin elsewhere) is not in this file,
+        # and a canary of that name would replace it
+        taken |= {part.split("[")[0] for n in (f2p | p2p) if n.startswith(rel + "::") for part in n.split("::")[1:]}
         names = {n.name for n in ast.walk(tree) if isinstance(n, _FUNCS) and n.name.startswith("test")}
         words = _words_of(names)
         inserts: dict[int, list[str]] = {}
