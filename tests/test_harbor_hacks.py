@@ -2,9 +2,10 @@
 
 Claims (``taskforge/dataset/export_harbor.py`` and ``harbor_verifier.py`` docstrings) and their tests:
 
-- the verifier's standalone ports plant, own and read what the reward path does (parity with
-  ``taskforge.reward.canaries``, ``taskforge.reward.patch_guard`` and ``sandboxes.ledger``), and canary
-  names are drawn afresh for every verification: ``test_*_port_*``, ``test_canary_names_*``;
+- the verifier's standalone ports own and read what the reward path does (parity with
+  ``taskforge.reward.patch_guard`` and ``sandboxes.ledger``), it plants with the reward path's own
+  ``taskforge/reward/canaries.py`` (shipped byte for byte), and canary names are drawn afresh for every
+  verification: ``test_*_port_*``, ``test_canary_names_*``, ``test_exported_task_holds_*``;
 - the workspace rules refuse or undo what an agent's files may not do: ``test_sanitize_*``;
 - a record for a test whose file failed to collect is forged (no honest run writes one):
   ``test_records_of_an_uncollected_file_are_forged``;
@@ -38,7 +39,7 @@ import pytest
 
 from sandboxes.ledger import read_ledger
 from taskforge.core.settings import Settings
-from taskforge.dataset import Dataset, DatasetWriter, harbor_canaries, harbor_run, harbor_workspace
+from taskforge.dataset import Dataset, DatasetWriter, harbor_run, harbor_workspace
 from taskforge.dataset.export_harbor import HarborOptions, export_harbor, grading_rules
 from taskforge.reward.canaries import plant_canaries
 from taskforge.reward.patch_guard import ProtectedPaths
@@ -74,22 +75,8 @@ def test_protected_port_classifies_paths_as_the_patch_guard(src_roots: tuple[str
     assert port.kind("tests/test_mul.py") == "test" and port.shadows("json.py") is (src_roots == (".",))
 
 
-def test_canary_port_plants_what_the_reward_path_plants(tmp_path: Path) -> None:
-    files = {**MINI_ORIGINAL, "tests/test_more.py": "import pytest\n\n\nclass TestX:\n    def test_a(self):\n"
-             "        assert 1\n\n\ndef test_b():\n    '''doc'''\n    assert 2 == 2\n"}
-    hidden = ["tests/test_mul.py", "tests/test_more.py", "tests/missing.py"]
-    a, b = _write(tmp_path / "a", files), _write(tmp_path / "b", files)
-    theirs = plant_canaries(a, hidden, rng=random.Random(7))
-    ours = harbor_canaries.plant(b, hidden, TEMPLATE, rng=random.Random(7))
-    assert dict(ours.expect) == dict(theirs.expect) and dict(ours.kinds) == dict(theirs.kinds)
-    assert (ours.last, ours.files, ours.standalone) == (theirs.last, theirs.files, theirs.standalone)
-    for rel in ours.files:
-        assert (b / rel).read_text() == (a / rel).read_text()
-    assert (b / f"{ours.plugin_module}.py").is_file() and ours.plugin_module != theirs.plugin_module
-
-
 def test_canary_names_are_drawn_for_every_grading(tmp_path: Path) -> None:
-    plans = [harbor_canaries.plant(_write(tmp_path / str(i), MINI_ORIGINAL), ["tests/test_mul.py"], TEMPLATE)
+    plans = [plant_canaries(_write(tmp_path / str(i), MINI_ORIGINAL), ["tests/test_mul.py"], template=TEMPLATE)
              for i in range(3)]
     assert len({frozenset(p.expect) for p in plans}) == 3
     assert len({p.plugin_module for p in plans}) == 3
@@ -559,7 +546,14 @@ def test_exported_task_holds_the_verifier_and_runner(tmp_path: Path) -> None:
     runner = Path(__file__).resolve().parents[1] / "sandboxes" / "runner" / "pytest_runner.py"
     assert (tests / "runner" / "pytest_runner.py").read_bytes() == runner.read_bytes()
     assert (tests / "grading_plugin.py").read_text() == TEMPLATE
-    for name in ("run_tests.py", "harbor_workspace.py", "harbor_run.py", "harbor_canaries.py"):
+    canaries = Path(__file__).resolve().parents[1] / "taskforge" / "reward" / "canaries.py"
+    assert (tests / "harbor_canaries.py").read_bytes() == canaries.read_bytes()  # one implementation, shipped
+    records = Path(__file__).resolve().parents[1] / "sandboxes" / "runner" / "records.py"
+    assert (tests / "harbor_records.py").read_bytes() == records.read_bytes()
+    protected = Path(__file__).resolve().parents[1] / "taskforge" / "reward" / "protected.py"
+    assert (tests / "harbor_protected.py").read_bytes() == protected.read_bytes()
+    for name in ("run_tests.py", "harbor_workspace.py", "harbor_run.py", "harbor_canaries.py", "harbor_records.py",
+                 "harbor_protected.py"):
         assert "import taskforge" not in (tests / name).read_text() and "from taskforge" not in (tests / name).read_text()
     assert "network_mode: none" in (task_dir / "environment" / "docker-compose.yaml").read_text()
     assert "network_mode: none" in (tests / "docker-compose.yaml").read_text()

@@ -192,3 +192,28 @@ def test_catalogue_implements_nothing_on_real_targets(package: str, tmp_path: Pa
     gold = {ln for ln in _added_lines(task.patch) if len(ln) > 12 and not re.match(r"^[#\"']", ln)}
     for h in HACKS:
         assert not gold & _added_lines(h.make(target)), h.name
+
+
+FORGERS = ("plugin_memory_forge", "stub_aware_forge")
+
+
+@pytest.mark.slow
+@pytest.mark.realrepo
+@pytest.mark.parametrize("package", REAL_PACKAGES)
+def test_channel_forgers_trip_the_canaries_without_the_monitor(package: str, tmp_path: Path) -> None:
+    """Code under test that rewrites the runner's own records (every test passed but the canaries the plan it
+    read from the plugin's memory says must fail; or exactly the tests that called the stub) scores 0
+    because of the canaries alone: the plugin holds no plan, the monitor is off here."""
+    from redteam_hacks import HACKS_BY_NAME
+
+    from taskforge.core.settings import Settings
+
+    ds = generated_dataset(package)
+    task = ds.tasks()[0]
+    target = Target.from_task(task, ds.trees, tmp_path / "ws")
+    settings = Settings.load({"sandbox": "local", "monitor_zero": False})
+    results = reward_many([(task, HACKS_BY_NAME[n].make(target)) for n in FORGERS], sandbox=_sandbox("local"),  # type: ignore[arg-type]
+                          trees=ds.trees, settings=settings, jobs=JOBS)
+    for name, r in zip(FORGERS, results, strict=True):
+        assert r.score == 0.0 and "canary_failed" in r.flags, f"{name}: {_why(r)}"
+        assert r.fraction == 0.0, f"{name}: {_why(r)}"

@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 
 from taskforge.core.errors import PatchError
-from taskforge.core.testreport import Outcome, TestReport
-from taskforge.core.testreport import TestResult as Result
 from taskforge.reward.canaries import plant_canaries
 from taskforge.reward.patch_guard import ProtectedPaths, apply_vetted, vet_patch
 from taskforge.reward.workspace import original_ini, pinned_options, restore_protected, write_clean_ini
@@ -92,20 +90,36 @@ def test_clean_ini_keeps_safe_keys_and_drops_addopts(tmp_path: Path) -> None:
 
 def test_canary_plan_is_secret_and_verified(tmp_path: Path) -> None:
     (tmp_path / "tests").mkdir()
-    src = "import pytest\n\n\ndef test_alpha():\n    assert 1 == 1\n\n\nclass TestB:\n    def test_beta(self):\n        pass\n"
+    src = ("import pytest\n\n\ndef test_alpha():\n    assert 1 == 1\n\n\ndef test_gamma():\n    assert len('ab') == 2\n"
+           "\n\nclass TestB:\n    def test_beta(self):\n        pass\n")
     (tmp_path / "tests/test_h.py").write_text(src)
-    plan = plant_canaries(tmp_path, ["tests/test_h.py"], rng=random.Random(3))
+    plan = plant_canaries(tmp_path, ["tests/test_h.py"], pass_to_pass=["tests/test_h.py::test_alpha"],
+                          fail_to_pass=["tests/test_h.py::test_gamma"], rng=random.Random(3))
     assert len(plan.expect) == 12 and set(plan.expect.values()) == {"pass", "fail"}
-    assert (tmp_path / f"{plan.plugin_module}.py").is_file() and plan.last in plan.expect
+    plugin = (tmp_path / f"{plan.plugin_module}.py").read_text()
+    assert not any(n.split("::")[1] in plugin for n in plan.expect)  # the plugin knows no canary
     text = (tmp_path / "tests/test_h.py").read_text()
     assert "def test_alpha():" in text and "class TestB:" in text
     assert all(n.split("::")[1] in text for n in plan.expect if n.startswith("tests/test_h.py"))
     assert "fail" not in text  # expectations are not written next to the canaries
-    good = TestReport(tuple(Result(n, Outcome.FAILED if w == "fail" else Outcome.PASSED)
-                            for n, w in plan.expect.items()), 1, 1.0)
-    assert plan.verify(good) == ()
-    all_pass = TestReport(tuple(Result(n, Outcome.PASSED) for n in plan.expect), 0, 1.0)
-    assert any("must-fail" in p for p in plan.verify(all_pass))
-    assert plan.verify(TestReport.crashed(exit_code=0, duration=1.0, output_tail=""))
-    missing = TestReport(good.results[:-1], 1, 1.0)
-    assert plan.verify(missing)
+    good = {n: "failed" if w == "fail" else "passed" for n, w in plan.expect.items()}
+    assert plan.verify(good, [], finished=True) == []
+    assert any("must-fail" in p for p in plan.verify(dict.fromkeys(plan.expect, "passed"), [], finished=True))
+    assert plan.verify(good, [], finished=False)
+    assert plan.verify(dict(list(good.items())[:-1]), [], finished=True)
+
+
+def test_canaries_never_take_the_name_of_a_requested_test(tmp_path: Path) -> None:
+    """A class inheriting its tests from a mixin elsewhere: a canary method named like an inherited test
+    would replace that test (found on cachetools' TLRUCacheTest::test_insert)."""
+    src = ("from helpers import Mixin\n\n\nclass TestC(Mixin):\n    def test_insert_one(self):\n        assert 1\n\n"
+           "    def test_insert(self):\n        assert 2\n")
+    requested = ["tests/test_h.py::TestC::test_insert_one", "tests/test_h.py::TestC::test_one",
+                 "tests/test_h.py::TestC::test_insert_insert", "tests/test_h.py::TestC::test_one_insert"]
+    for seed in range(30):
+        ws = tmp_path / str(seed)
+        (ws / "tests").mkdir(parents=True)
+        (ws / "tests/test_h.py").write_text(src)
+        plan = plant_canaries(ws, ["tests/test_h.py"], fail_to_pass=requested, rng=random.Random(seed))
+        assert not set(plan.expect) & set(requested), seed
+        assert any("::TestC::" in n for n in plan.expect)  # method canaries live in the class

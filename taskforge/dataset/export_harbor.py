@@ -82,7 +82,9 @@ STRICT_TOKEN = "__taskforge_strict_eq__"  # stands for the strict equality's nam
 VERIFIER_FILES = {"run_tests.py": "taskforge.dataset.harbor_verifier",
                   "harbor_workspace.py": "taskforge.dataset.harbor_workspace",
                   "harbor_run.py": "taskforge.dataset.harbor_run",
-                  "harbor_canaries.py": "taskforge.dataset.harbor_canaries",
+                  "harbor_canaries.py": "taskforge.reward.canaries",
+                  "harbor_records.py": "sandboxes.runner.records",
+                  "harbor_protected.py": "taskforge.reward.protected",
                   "grading_plugin.py": "taskforge.reward.grading_plugin",
                   "harbor_monitor.py": "taskforge.reward.monitor",
                   "runner/pytest_runner.py": "sandboxes.runner.pytest_runner"}

@@ -1,6 +1,7 @@
 """The test run of an exported Harbor task's grading, and the parent's side of its records channel.
 
-Standalone: stdlib only (copied next to the verifier as ``tests/harbor_run.py``; never imports taskforge).
+Standalone: stdlib + the shipped ``harbor_records.py`` (copied next to the verifier as ``tests/harbor_run.py``;
+never imports taskforge).
 
 - ``run_runner`` starts ``runner/pytest_runner.py`` as a child under a fresh unprivileged uid (no
   supplementary groups, ``no_new_privs``, a process limit) in its own session; the child's fd 1 is a pipe
@@ -9,9 +10,10 @@ Standalone: stdlib only (copied next to the verifier as ``tests/harbor_run.py``;
 - When the runner exits, or at the timeout, ``kill_run`` kills every process of that uid (``kill(-1)``
   sent from the uid itself, atomic in the kernel, repeated until /proc shows none alive), and only then
   is the channel read to its end: nothing of the run is alive when its records are judged.
-- ``Ledger`` reads the records as ``sandboxes/ledger.py`` does: the first record of each (test, phase)
-  wins; a second one, a line that is not a record, a record before ``hello`` or after ``end`` is forged;
-  no ``end`` means the run never finished; a test counts once its teardown record came.
+- ``Ledger`` (``sandboxes/runner/records.py``, shipped as ``tests/harbor_records.py``: the reward path's own
+  reading) judges the records: the first record of each (test, phase) wins; a second one, a line that is
+  not a record, a record before ``hello`` or after ``end``, a record under a collector that failed is
+  forged; no ``end`` means the run never finished; a test counts once its teardown record came.
 
 Without root (a host run) the child keeps this process's uid and only its session is killed: a process
 that left the session is out of reach (``RunResult.uid`` is None then).
@@ -19,7 +21,6 @@ that left the session is out of reach (``RunResult.uid`` is None then).
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import select
@@ -30,102 +31,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-_RANK = {"passed": 0, "skipped": 1, "xfailed": 1, "xpassed": 2, "failed": 3, "error": 4}
-_KINDS = frozenset({"hello", "collect_error", "collected", "phase", "shadow", "end"})
+if __package__:  # imported from the repository (taskforge.dataset)
+    from sandboxes.runner.records import Ledger
+else:  # the task's tests/harbor_run.py: the shipped copy of sandboxes/runner/records.py is its sibling
+    from harbor_records import Ledger  # type: ignore[no-redef]
+
 CHANNEL_LIMIT = 256 << 20  # an honest runner writes ~150 bytes per test phase
 NPROC_LIMIT = 4096
-
-
-# -- the parent's side of the records channel (as ``sandboxes/ledger.py``) ----------------------------
-def phase_outcome(when: str, outcome: str, xfail: bool) -> str | None:
-    if when == "call":
-        if outcome == "passed":
-            return "xpassed" if xfail else "passed"
-        if outcome == "skipped":
-            return "xfailed" if xfail else "skipped"
-        return "failed"
-    if outcome == "failed":
-        return "error"
-    if outcome == "skipped":
-        return "xfailed" if xfail else "skipped"
-    return None
-
-
-class Ledger:
-    """What the records say: the first record of each (test, phase) wins; see the module docstring."""
-
-    def __init__(self) -> None:
-        self.outcomes: dict = {}
-        self.partial: dict = {}
-        self.seen: set = set()
-        self.collection_errors: list = []
-        self.forged: list = []
-        self.shadows: list = []
-        self.hello = False
-        self.end: dict | None = None
-
-    def take(self, line: bytes) -> None:
-        try:
-            rec = json.loads(line)
-            kind = rec["k"]
-        except (ValueError, KeyError, TypeError):
-            self.forged.append(f"not a record: {line[:80]!r}")
-            return
-        if kind not in _KINDS or (not self.hello and kind != "hello") or self.end is not None:
-            self.forged.append(f"record out of place: {line[:80]!r}")
-            return
-        try:
-            if kind == "hello":
-                if self.hello:
-                    raise ValueError("second hello")
-                self.hello = True
-            elif kind == "collect_error":
-                self.collection_errors.append(str(rec["id"]))
-            elif kind == "collected":
-                list(rec["ids"])
-            elif kind == "shadow":
-                self.shadows.extend(str(p) for p in rec["paths"])
-            elif kind == "end":
-                self.end = {"exit": int(rec["exit"]), "dur": float(rec["dur"])}
-            else:
-                self._phase(rec)
-        except (KeyError, TypeError, ValueError):
-            self.forged.append(f"malformed record: {line[:80]!r}")
-
-    def _phase(self, rec: dict) -> None:
-        nodeid, when = str(rec["id"]), str(rec["when"])
-        if when not in ("setup", "call", "teardown"):
-            raise ValueError(when)
-        if (nodeid, when) in self.seen:
-            self.forged.append(f"second {when} record for {nodeid}")
-            return
-        self.seen.add((nodeid, when))
-        float(rec.get("dur", 0.0))
-        got = phase_outcome(when, str(rec["outcome"]), bool(rec.get("xfail")))
-        current = self.partial.setdefault(nodeid, "passed")
-        if got is not None and _RANK[got] >= _RANK[current]:
-            self.partial[nodeid] = current = got
-        if when == "teardown":
-            self.outcomes[nodeid] = current
-
-    def impossible(self) -> list:
-        """Tests reported although their file (or class) failed to collect: no honest run reports those.
-
-        The only way such records arrive is code of the run writing them on the channel; without this
-        rule they would stand (no honest record comes second), and the canaries of that file are excused.
-        """
-        broken = [c for c in self.collection_errors if c and c != "<session>"]
-        return sorted(n for n in set(self.partial) if any(n == c or n.startswith(c + "::") or
-                                                          n.split("::")[0] == c for c in broken))
-
-    @classmethod
-    def read(cls, data: bytes) -> Ledger:
-        ledger = cls()
-        for line in data.splitlines():
-            if line.strip():
-                ledger.take(line.strip())
-        ledger.forged += [f"a record for {n}, whose file failed to collect" for n in ledger.impossible()[:5]]
-        return ledger
 
 
 # -- the test run: a child under a fresh uid; every process of that uid killed before reading --------

@@ -1,7 +1,7 @@
 """The verifier of an exported Harbor task: ``tests/run_tests.py``, run by ``tests/test.sh``. Standalone.
 
 It never imports taskforge (it runs with the task image's interpreter); its siblings in the task are
-``harbor_workspace.py``, ``harbor_run.py``, ``harbor_canaries.py``, ``grading_plugin.py`` (the reward path's
+``harbor_workspace.py``, ``harbor_run.py``, ``harbor_canaries.py`` + ``grading_plugin.py`` (the reward path's
 plugin), ``harbor_monitor.py`` + ``vendor/unidiff`` (the reward path's patch monitor) and
 ``runner/pytest_runner.py`` (the runner every taskforge sandbox uses). It runs in Harbor's SEPARATE verifier
 container, built from ``tests/``, which holds no process, file or interpreter of the agent: the agent's
@@ -13,9 +13,11 @@ workspace arrives as files (the ``/app`` artifact). The reward path's guarantees
    every test and test-support file from the original and refuses symlinks, binaries, shadowing modules
    and start-up hooks (``sitecustomize.py``, ``*.pth``) as tampering. The run gets a copy in which those
    files are root's and cannot be replaced (``hand_over``).
-3. **Canaries**: ``harbor_canaries.plant`` writes canaries with names drawn now (a fresh secret per run),
-   the hidden tests' strict equality gets a fresh name, and the grading plugin checks the run's integrity;
-   the plan stays in this process. The requested ids are shuffled.
+3. **Canaries**: ``harbor_canaries.plant_canaries`` (the reward path's ``taskforge/reward/canaries.py``,
+   shipped as is) writes canaries with names drawn now (a fresh secret per run): tests that produce their
+   own outcome, known as canaries only to this process; the hidden tests' strict equality gets a fresh
+   name, and the grading plugin (which holds no plan) checks the run's integrity. The requested ids are
+   shuffled.
 4. **Authority** (``harbor_run``): this process (root) is the only writer of the reward. The test run is a
    child under a fresh unprivileged uid, started on the runner, which takes its records channel (a pipe to
    this process) before pytest or any project code is imported; the first record of a (test, phase) wins,
@@ -49,7 +51,7 @@ import time
 from pathlib import Path
 
 if __package__:  # imported from the repository (taskforge.dataset)
-    from . import harbor_canaries as canaries
+    from ..reward import canaries
     from . import harbor_run as run
     from . import harbor_workspace as workspace_rules
 else:  # the task's tests/run_tests.py: its siblings, found by path (python -I adds no script directory)
@@ -69,7 +71,7 @@ def _extract(archive: Path, dest: Path) -> None:
 
 
 def _run_tests(cfg: dict, ws: Path, scratch: Path, python: str, tests_dir: Path, details: dict
-               ) -> tuple[run.RunResult, canaries.Plan]:
+               ) -> tuple[run.RunResult, canaries.CanaryPlan]:
     """Plant canaries (names drawn now), then run the runner on them and the graded tests as the grading uid."""
     uid = run.grader_uid(python, scratch, run.libc_prctl())
     io, runner, home, tmp = (scratch / d for d in ("io", "runner", "home", "tmp"))
@@ -82,9 +84,10 @@ def _run_tests(cfg: dict, ws: Path, scratch: Path, python: str, tests_dir: Path,
     (ws / ini_name).write_text(cfg["clean_ini"], encoding="utf-8")
     hidden = sorted(f for f in {n.split("::")[0] for n in cfg["fail_to_pass"]} if (ws / f).is_file())
     src_root = next((r for r in cfg.get("src_roots", ["."]) if (ws / r).is_dir()), ".")
-    plan = canaries.plant(ws, hidden, (tests_dir / "grading_plugin.py").read_text(encoding="utf-8"),
-                          src_root=src_root, allowed_plugin_files=tuple(cfg.get("allowed_plugin_files", ())),
-                          strict_eq=strict)
+    plan = canaries.plant_canaries(ws, hidden, pass_to_pass=cfg["pass_to_pass"], fail_to_pass=cfg["fail_to_pass"],
+                                   template=(tests_dir / "grading_plugin.py").read_text(encoding="utf-8"),
+                                   src_root=src_root, allowed_plugin_files=tuple(cfg.get("allowed_plugin_files", ())),
+                                   strict_eq=strict)
     selected = [*cfg["fail_to_pass"], *cfg["pass_to_pass"], *plan.nodeids]
     random.SystemRandom().shuffle(selected)  # canaries are not the last ids of the request
     log = io / "output.log"
@@ -92,7 +95,8 @@ def _run_tests(cfg: dict, ws: Path, scratch: Path, python: str, tests_dir: Path,
     src_roots = [str((ws / r).resolve()) for r in cfg.get("src_roots", ["."])]
     request = {"args": [*cfg.get("pytest_args", []), "-c", ini_name, "--rootdir=.", "--confcutdir=.",
                         "-p", plan.plugin_module, *cfg.get("pinned_options", []), *selected],
-               "channel_fd": 1, "log_path": str(log), "grading": True, "tracebacks": True,
+               "channel_fd": 1, "log_path": str(log), "grading": True,
+               "tracebacks": bool(cfg.get("tracebacks", True)),  # details' output tail only: never the verdict
                "src_roots": src_roots, "shadow_allowed": list(cfg.get("shadow_allowed", []))}
     (io / "request.json").write_text(json.dumps(request), encoding="utf-8")
     os.chmod(io / "request.json", 0o644)
@@ -152,7 +156,7 @@ def _tail(path: Path, size: int = 4000) -> str:
         return fh.read().decode("utf-8", "replace")
 
 
-def score(cfg: dict, result: run.RunResult, plan: canaries.Plan) -> tuple[dict, list, list]:
+def score(cfg: dict, result: run.RunResult, plan: canaries.CanaryPlan) -> tuple[dict, list, list]:
     """(outcomes of the graded tests, zeroing flags, warnings), as ``taskforge.reward.reward._score``."""
     ledger = result.ledger
     f2p, p2p = list(cfg["fail_to_pass"]), list(cfg["pass_to_pass"])

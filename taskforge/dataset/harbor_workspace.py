@@ -1,6 +1,7 @@
 """The grading workspace of an exported Harbor task, built from the agent's files. Standalone: stdlib only.
 
-Copied next to the verifier (``tests/harbor_workspace.py``); it never imports taskforge. The agent's
+Copied next to the verifier (``tests/harbor_workspace.py``); it never imports taskforge: what the grader
+owns comes from the reward path's own ``taskforge/reward/protected.py``, shipped as ``harbor_protected.py``. The agent's
 workspace reaches the separate verifier container as plain files (Harbor's ``/app`` artifact), never as
 running code, and is treated as data. ``sanitize`` applies the reward path's rules to it, in place
 (``taskforge.reward.patch_guard`` for a patch, ``taskforge.reward.workspace`` for the assembly):
@@ -23,73 +24,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-TEST_DIR_NAMES = frozenset({"tests", "test"})
-SUPPORT_NAMES = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml",
-                           "sitecustomize.py", "usercustomize.py"})
-STARTUP_HOOKS = frozenset({"sitecustomize.py", "usercustomize.py"})
+if __package__:  # imported from the repository (taskforge.dataset)
+    from ..reward.protected import STARTUP_HOOKS, ProtectedPaths
+else:  # the task's tests/harbor_workspace.py: the shipped copy of taskforge/reward/protected.py is its sibling
+    from harbor_protected import STARTUP_HOOKS, ProtectedPaths  # type: ignore[no-redef]
 
-
-@dataclass(frozen=True)
-class Protected:
-    """What the grader owns: ``taskforge.reward.patch_guard.ProtectedPaths``, from ``config.json``."""
-
-    test_dirs: tuple = ("tests",)
-    src_roots: tuple = (".",)
-    extra: frozenset = frozenset()
-    exempt: frozenset = frozenset()
-    guarded: frozenset = frozenset()  # module names a new top-level module may not take
-
-    @classmethod
-    def from_config(cls, cfg: dict) -> Protected:
-        guarded = set(cfg.get("shadow_guarded", ())) | set(getattr(sys, "stdlib_module_names", ()))
-        return cls(tuple(cfg.get("test_paths", ("tests",))), tuple(cfg.get("src_roots", (".",))),
-                   frozenset(cfg.get("protected_extra", ())), frozenset(cfg.get("protected_exempt", ())),
-                   frozenset(guarded))
-
-    def kind(self, rel: str) -> str | None:
-        """``"support"``, ``"test"`` or None (a source file the agent may edit)."""
-        p = PurePosixPath(rel)
-        if p.name in SUPPORT_NAMES or p.suffix == ".pth":
-            return "support"
-        if rel in self.exempt:
-            return None
-        if rel in self.extra:
-            return "test"
-        if any(part in TEST_DIR_NAMES for part in p.parts[:-1]):
-            return "test"
-        if p.suffix == ".py" and (p.name.startswith("test_") or p.stem.endswith("_test")):
-            return "test"
-        for d in self.test_dirs:
-            d = d.strip("/")
-            if d not in ("", ".") and (rel == d or rel.startswith(d + "/")):
-                return "test"
-        return None
-
-    def shadows(self, rel: str) -> bool:
-        """A top-level module/package under a source root named like a guarded module."""
-        p = PurePosixPath(rel)
-        for root in self.src_roots:
-            root = root.strip("/")
-            if root in ("", "."):
-                inner = p
-            else:
-                try:
-                    inner = p.relative_to(root)
-                except ValueError:
-                    continue
-            if not inner.parts:
-                continue
-            top = inner.parts[0]
-            name = top[:-3] if len(inner.parts) == 1 and top.endswith(".py") else top
-            if len(inner.parts) == 1 and not top.endswith((".py", ".pyc", ".so")):
-                continue
-            if name in self.guarded or name.startswith("_tfg"):
-                return True
-        return False
+Protected = ProtectedPaths  # what the grader owns, from ``config.json``: ``Protected.from_config(cfg)``
 
 
 @dataclass

@@ -1,198 +1,290 @@
-"""Canary tests of a grading run: unpredictable names, secret expected outcomes, checked after the run.
+"""Canary tests of a grading run: ordinary-looking tests whose outcome only the grader knows. Stdlib only.
 
-Per grading, ``plant_canaries`` writes into the grading workspace
+Shipped as is into every exported Harbor verifier (``tests/harbor_canaries.py``), so it imports nothing
+outside the standard library; the reward path and the verifier plant with the same code.
 
-- canary test functions inserted at random top-level positions of the hidden test files (bodies copied
-  from real tests there, names built from that file's own test names), and a standalone canary file
-  with a plausible name in a hidden-test directory (so a dead or short-circuited runner shows even when
-  the hidden files fail to collect);
-- the grading plugin (``taskforge/reward/grading_plugin.py``) under a random module name in a source root,
-  carrying the secret plan: which canaries must fail, with which exception, and which runs last.
+Per grading, ``plant_canaries`` writes into the grading workspace tests that **produce their own
+outcome** (nothing of the graded process decides it, and nothing in it knows which tests are canaries):
 
-The plugin executes the canaries itself (their bodies never run) and fails every must-pass canary once
-it sees the run tampered with. ``CanaryPlan.verify(report)`` then decides: a must-fail canary that did
-not fail, a must-pass canary that failed, was skipped or is missing (outside files that failed to
-collect), or no report at all, is tampering. The plan never leaves the grader's process except inside
-the plugin file, which deletes itself when pytest imports it.
+- *must pass*: a copy, under a new name, of a PASS_TO_PASS test of a hidden test file (a module-level
+  function without decorators; its fixtures resolve by name), inserted at a random top-level position
+  of the same file, so it passes as that test does;
+- *must fail*: a copy of a test of that file (FAIL_TO_PASS ones first, ``parametrize`` kept) followed by
+  an assertion that cannot hold. Against a stub the copied body already fails inside the stub, exactly
+  like the real hidden tests, so "flip every failure the stub caused" trips these; with a working
+  feature the trailing assertion fails;
+- a standalone canary file with a plausible name in a hidden-test directory, holding small
+  self-contained tests of both kinds (so a dead or short-circuited runner shows even when the hidden
+  files fail to collect).
+
+Names are built from the words of the host file's own test names (no vocabulary of ours to spot), drawn
+afresh for every grading. The grading plugin (``grading_plugin.py``, written under a random module name,
+deleting itself on import) holds **no plan**: it only checks the run's integrity and fails every test it
+runs once it finds tampering. Which node ids are canaries and what each must do lives in the
+``CanaryPlan`` of the grader's process, outside the sandbox; ``verify`` then reads the parent's ledger:
+a must-fail canary that did not fail, a must-pass canary that did not pass (outside a file that failed to
+collect), or an unfinished run is tampering. A forger that reports "all passed" trips the must-fail ones.
 """
 
 from __future__ import annotations
 
 import ast
-import json
 import random
 import re
 import secrets
-import textwrap
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from taskforge.core.pyparse import parse
-from taskforge.core.testreport import Outcome, ReportFlag, TestReport
-
 _PLUGIN_TEMPLATE = Path(__file__).with_name("grading_plugin.py")
-_PLACEHOLDER = '"__TASKFORGE_GRADING_CONFIG__"'
-_FAIL_KINDS = ("AssertionError", "NotImplementedError", "AttributeError", "TypeError", "ValueError", "KeyError")
+PLACEHOLDER = '"__TASKFORGE_GRADING_CONFIG__"'
 _WORDS = ("basic", "empty", "unicode", "roundtrip", "default", "nested", "single", "multiple", "edge",
           "simple", "invalid", "mixed", "upper", "lower", "long", "short", "none", "extra", "again", "case")
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_PARSE_LOCK = threading.Lock()  # CPython 3.11 < 3.11.8 cannot build ASTs in two threads at once (gh-106905)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CanaryPlan:
-    """What was planted in one grading workspace (host side only; never written in clear)."""
+    """What was planted in one grading workspace (the grader's process only; never written in the workspace)."""
 
     expect: Mapping[str, str]  # canary node id -> "pass" | "fail"
     plugin_module: str  # module name given to ``-p``
-    last: str = ""  # the must-pass canary the plugin runs last
     files: tuple[str, ...] = ()  # workspace-relative files holding canaries
     standalone: str = ""  # the canary file that imports nothing of the project
-    kinds: Mapping[str, str] = field(default_factory=dict)
+    sources: Mapping[str, str] = field(default_factory=dict)  # node id -> the planted function's source
 
     @property
     def nodeids(self) -> tuple[str, ...]:
         return tuple(self.expect)
 
-    def verify(self, report: TestReport) -> tuple[str, ...]:
-        """Problems that prove tampering (empty: the canaries behaved). Needs the report the runner wrote."""
-        if ReportFlag.NO_REPORT in report.flags:
-            return ("the runner wrote no report (killed, exited early or crashed)",)
-        outcomes = report.outcomes()
-        broken_files = {c.split("::")[0] for c in report.collection_errors}
+    def verify(self, outcomes: Mapping[str, str], collection_errors: Iterable[str], finished: bool) -> list[str]:
+        """Problems that prove tampering (empty: the canaries behaved). ``outcomes``: node id -> outcome
+        value (``passed``, ``failed``, ``error``...) as the parent's ledger read them."""
+        if not finished:
+            return ["the runner wrote no report (killed, exited early or crashed)"]
+        broken_files = {c.split("::")[0] for c in collection_errors}
         problems: list[str] = []
+        by_function: dict[str, list[str]] = {}
+        for n, o in outcomes.items():  # a parametrized canary reports one outcome per instance
+            by_function.setdefault(n.split("[", 1)[0], []).append(str(o))
         for nodeid, want in self.expect.items():
-            got = outcomes.get(nodeid, Outcome.MISSING)
+            got_all = by_function.get(nodeid) or ["missing"]
             path = nodeid.split("::")[0]
             excused = path in broken_files and path != self.standalone
-            if want == "fail":
-                if got in (Outcome.PASSED, Outcome.XPASSED, Outcome.XFAILED):
-                    problems.append(f"must-fail canary {nodeid} reported {got.value}")
-                elif got is not Outcome.FAILED and not excused:
-                    problems.append(f"must-fail canary {nodeid} reported {got.value}, expected failed")
-            elif got is not Outcome.PASSED and not (excused and got in (Outcome.ERROR, Outcome.MISSING)):
-                problems.append(f"must-pass canary {nodeid} reported {got.value}")
-        return tuple(problems)
+            for got in dict.fromkeys(got_all):
+                if want == "fail":
+                    if got in ("passed", "xpassed", "xfailed"):
+                        problems.append(f"must-fail canary {nodeid} reported {got}")
+                    elif got != "failed" and not excused:
+                        problems.append(f"must-fail canary {nodeid} reported {got}, expected failed")
+                elif got != "passed" and not (excused and got in ("error", "missing")):
+                    problems.append(f"must-pass canary {nodeid} reported {got}")
+        return problems
 
 
-def _test_functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-            and n.name.startswith("test")]
+def _copyable(fn: ast.AST, method: bool) -> bool:
+    """A renamed copy runs as the original does: fixtures resolve by name, a method takes ``self`` only; the
+    only decorators kept are ``parametrize``/``usefixtures`` (an xfail or skip mark decides the outcome)."""
+    if not (isinstance(fn, ast.FunctionDef) and fn.name.startswith("test")):
+        return False
+    if method and [a.arg for a in fn.args.args] != ["self"]:
+        return False
+    return all((isinstance(d, ast.Call) and "parametrize" in ast.dump(d.func)) or "usefixtures" in ast.dump(d)
+               for d in fn.decorator_list)
 
 
-def _body_source(source: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+def _test_units(tree: ast.Module) -> dict[str, tuple[ast.FunctionDef, list[int]]]:
+    """Copyable tests by node-id tail (``test_x`` or ``TestCls::test_x``), each with the lines a copy may
+    follow: the ends of top-level statements for a function, the ends of its class's methods for a method."""
+    top = _insert_points(tree)
+    out: dict[str, tuple[ast.FunctionDef, list[int]]] = {}
+    for n in tree.body:
+        if _copyable(n, method=False):
+            out[n.name] = (n, top)  # type: ignore[assignment, attr-defined]
+        elif isinstance(n, ast.ClassDef) and (n.name.startswith("Test") or any("TestCase" in ast.dump(b)
+                                                                                for b in n.bases)):
+            methods = [m for m in n.body if isinstance(m, _FUNCS)]
+            ends = sorted({m.end_lineno for m in methods if m.end_lineno})
+            for m in methods:
+                if _copyable(m, method=True):
+                    out[f"{n.name}::{m.name}"] = (m, ends)  # type: ignore[assignment]
+    return out
+
+
+def _ends_on_its_own(fn: ast.FunctionDef) -> bool:
+    """A statement appended to the body might never run: a return, a yield, a skip or an xfail inside."""
+    text = ast.dump(fn)
+    return any(isinstance(n, ast.Return | ast.Yield | ast.YieldFrom) for n in ast.walk(fn)) \
+        or "skip" in text or "xfail" in text or "exit" in text
+
+
+def _copy(source: str, fn: ast.FunctionDef, name: str, extra: str = "") -> str:
+    """``fn`` (decorators included) renamed ``name``, with ``extra`` appended to its body."""
     lines = source.splitlines()
-    start = fn.body[0].lineno - 1
-    if isinstance(fn.body[0], ast.Expr) and isinstance(getattr(fn.body[0], "value", None), ast.Constant):
-        start = fn.body[0].end_lineno or start  # drop the docstring
-    end = fn.end_lineno or len(lines)
-    body = textwrap.dedent("\n".join(lines[start:end])).strip("\n")
-    return textwrap.indent(body or "pass", "    ")
+    first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+    block = lines[first - 1:fn.end_lineno or len(lines)]
+    head = fn.lineno - first
+    block[head] = block[head].replace(f"def {fn.name}(", f"def {name}(", 1)
+    if extra:
+        block.append(" " * fn.body[-1].col_offset + extra)
+    return "\n".join(block) + "\n"
 
 
-def _canary_source(name: str, body: str) -> str:
-    return f"\n\ndef {name}():\n{body}\n"
+def _check(rng: random.Random, words: list[str], holds: bool) -> str:
+    """One self-contained assertion that holds (or cannot), in shapes both kinds share."""
+    pool = words or list(_WORDS)
+    kind = rng.randrange(4)
+    a, b = rng.choice(pool), rng.choice(pool)
+    if kind == 0:
+        items = sorted({rng.choice(pool) for _ in range(3)})
+        probe = rng.choice(items) if holds else a + "_" + b
+        return f"assert {probe!r} in {items!r}"
+    if kind == 1:
+        n = rng.randrange(1, 6)
+        items = [rng.randrange(100) for _ in range(n)]
+        return f"assert len({items!r}) {'>=' if holds else '>'} {n}"
+    if kind == 2:
+        text = f"{a}_{b}"
+        return f"assert {text!r}.startswith({(a if holds else text + '_' + b)!r})"
+    x, y = rng.randrange(50), rng.randrange(1, 50)
+    return f"assert {x} + {y} {'<' if not holds else '>='} {x + (0 if not holds else y)}"
 
 
 def _names_from(existing: Iterable[str], rng: random.Random, taken: set[str]) -> str:
     """A test name made of the words of the file's own test names (no vocabulary of ours to spot)."""
     names = sorted(existing) or ["test"]
-    words = sorted({w for n in names for w in re.split(r"_+", n.removeprefix("test")) if w}) or list(_WORDS)
+    words = sorted({w for n in names for w in re.split(r"_+", n[4:] if n.startswith("test") else n) if w}) \
+        or list(_WORDS)
     for attempt in range(10_000):
         k = rng.choice((1, 2, 2, 3)) + attempt // 50  # longer names once the short ones are used up
-        parts = [rng.choice(words) for _ in range(k)]
-        name = "test_" + "_".join(parts)
+        name = "test_" + "_".join(rng.choice(words) for _ in range(k))
         if name not in taken and name not in names:
             taken.add(name)
             return name
     raise RuntimeError("no free canary name")  # pragma: no cover - 10,000 draws over a growing space
 
 
-def _insert_points(source: str, tree: ast.Module) -> list[int]:
-    """Line indexes (0-based, insert before) at the end of top-level statements: after defs/classes."""
-    points = [n.end_lineno for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-              and n.end_lineno]
-    return sorted(set(points)) or [len(source.splitlines())]
+def _insert_points(tree: ast.Module) -> list[int]:
+    """Line numbers (insert after) at the end of top-level defs and classes."""
+    points = [n.end_lineno for n in tree.body if isinstance(n, (*_FUNCS, ast.ClassDef)) and n.end_lineno]
+    return sorted(set(points)) or [max([0, *(getattr(n, "end_lineno", 0) or 0 for n in tree.body)])]
 
 
-def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, src_root: str = ".", count: int = 12,
+def _words_of(names: Iterable[str]) -> list[str]:
+    return sorted({w for n in names for w in re.split(r"_+", n[4:] if n.startswith("test") else n) if w.isidentifier()})
+
+
+def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass: Iterable[str] = (),
+                   fail_to_pass: Iterable[str] = (), src_root: str = ".", count: int = 12,
                    allowed_plugin_files: Iterable[str] = (), rng: random.Random | None = None,
-                   strict_eq: str = "") -> CanaryPlan:
-    """Write canaries and the grading plugin into ``workspace``; return the secret plan."""
+                   strict_eq: str = "", template: str | None = None) -> CanaryPlan:
+    """Write canaries and the grading plugin into ``workspace``; return the plan (keep it out of the run).
+
+    ``template``: the grading plugin's source (default: ``grading_plugin.py`` next to this file).
+    """
     rng = rng or random.Random(secrets.randbits(64))
+    p2p, f2p = set(pass_to_pass), set(fail_to_pass)
     hosts: list[tuple[str, str, ast.Module]] = []
     for rel in sorted(set(hidden_files)):
         path = workspace / rel
-        if path.suffix != ".py" or not path.is_file():
+        if path.suffix != ".py" or not path.is_file() or path.is_symlink():
             continue
         try:
             source = path.read_text(encoding="utf-8")
-            tree = parse(source)
+            with _PARSE_LOCK:
+                tree = ast.parse(source)
         except (SyntaxError, UnicodeDecodeError, ValueError):
             continue
         hosts.append((rel, source, tree))
-    expect: dict[str, str] = {}
-    kinds: dict[str, str] = {}
-    files: list[str] = []
-    bodies: list[str] = []
     outcomes = ["pass", "fail"] * (count // 2)
     rng.shuffle(outcomes)
     n_inline = (count - 4) if hosts else 0
     per_host: dict[str, list[str]] = {rel: [] for rel, _, _ in hosts}
     for i in range(n_inline):
-        rel = hosts[i % len(hosts)][0]
-        per_host[rel].append(outcomes[i])
+        per_host[hosts[i % len(hosts)][0]].append(outcomes[i])
+    expect: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    files: list[str] = []
+    standalone_wants = list(outcomes[n_inline:])
     for rel, source, tree in hosts:
-        wanted = per_host[rel]
-        if not wanted:
-            continue
-        fns = _test_functions(tree)
-        taken = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
-        names = {f.name.split("[")[0] for f in fns}
-        lines = source.splitlines()
+        units = _test_units(tree)
+        f2p_ids = {n.split("::", 1)[1].split("[")[0] for n in f2p if n.startswith(rel + "::")}
+        p2p_ids = {n.split("::", 1)[1].split("[")[0] for n in p2p if n.startswith(rel + "::")}
+        passing = [k for k, (fn, _) in sorted(units.items()) if k in p2p_ids and k not in f2p_ids
+                   and not fn.decorator_list and not _ends_on_its_own(fn)]
+        open_ended = [k for k, (fn, _) in sorted(units.items()) if not _ends_on_its_own(fn)]
+        failing = [k for k in open_ended if k in f2p_ids] or open_ended  # the stub's callers first
+        taken = {n.name for n in ast.walk(tree) if isinstance(n, (*_FUNCS, ast.ClassDef))}
+        # and every requested test's name: a method a class inherits (a mixin elsewhere) is not in this file,
+        # and a canary of that name would replace it
+        taken |= {part.split("[")[0] for n in (f2p | p2p) if n.startswith(rel + "::") for part in n.split("::")[1:]}
+        names = {n.name for n in ast.walk(tree) if isinstance(n, _FUNCS) and n.name.startswith("test")}
+        words = _words_of(names)
         inserts: dict[int, list[str]] = {}
-        points = _insert_points(source, tree)
-        for want in wanted:
+        for want in per_host[rel]:
+            if want == "pass" and not passing:
+                standalone_wants.append(want)  # nothing here passes on its own for sure
+                continue
             name = _names_from(names, rng, taken)
-            body = _body_source(source, rng.choice(fns)) if fns else "    assert True"
-            bodies.append(body)
-            inserts.setdefault(rng.choice(points), []).append(_canary_source(name, body))
-            nodeid = f"{rel}::{name}"
+            if want == "pass" or failing:
+                key = rng.choice(passing if want == "pass" else failing)
+                fn, points = units[key]
+                extra = _check(rng, words, holds=False) if want == "fail" else ""
+                func = _copy(source, fn, name, extra)
+                nodeid = f"{rel}::{key.rsplit('::', 1)[0]}::{name}" if "::" in key else f"{rel}::{name}"
+            else:
+                func, points, nodeid = f"def {name}():\n    {_check(rng, words, holds=False)}\n", \
+                    _insert_points(tree), f"{rel}::{name}"
+            inserts.setdefault(rng.choice(points), []).append("\n" + func)
             expect[nodeid] = want
-            if want == "fail":
-                kinds[nodeid] = rng.choice(_FAIL_KINDS)
+            sources[nodeid] = func
+        if not inserts:
+            continue
         out: list[str] = []
-        for idx, line in enumerate(lines, start=1):
+        for idx, line in enumerate(source.splitlines(), start=1):
             out.append(line)
             out.extend(inserts.get(idx, []))
         (workspace / rel).write_text("\n".join(out) + "\n", encoding="utf-8")
         files.append(rel)
     standalone = _standalone_path(workspace, hosts, rng)
+    host_names = {n.name for _, _, t in hosts for n in ast.walk(t) if isinstance(n, _FUNCS) and n.name.startswith("test")}
+    words = _words_of(host_names)
     chunks = []
-    taken = set()
-    for want in outcomes[n_inline:]:
-        name = _names_from({"test"}, rng, taken)
-        body = rng.choice(bodies) if bodies and rng.random() < 0.5 else "    assert True"
-        chunks.append(f"def {name}():\n{body}\n")
-        nodeid = f"{standalone}::{name}"
-        expect[nodeid] = want
-        if want == "fail":
-            kinds[nodeid] = rng.choice(_FAIL_KINDS)
+    taken_names: set[str] = set()
+    for want in standalone_wants:
+        name = _names_from(host_names or {"test"}, rng, taken_names)
+        lines = [_check(rng, words, holds=True) for _ in range(rng.randrange(0, 3))]
+        lines.insert(rng.randrange(len(lines) + 1), _check(rng, words, holds=want == "pass"))
+        func = f"def {name}():\n" + "".join(f"    {ln}\n" for ln in lines)
+        chunks.append(func)
+        expect[f"{standalone}::{name}"] = want
+        sources[f"{standalone}::{name}"] = func
     (workspace / standalone).parent.mkdir(parents=True, exist_ok=True)
     (workspace / standalone).write_text("\n\n".join(chunks), encoding="utf-8")
     files.append(standalone)
-    last = rng.choice(sorted(n for n, w in expect.items() if w == "pass"))
+    module = write_plugin(workspace, src_root, allowed_plugin_files, strict_eq, template)
+    return CanaryPlan(expect=expect, plugin_module=module, files=tuple(files), standalone=standalone,
+                      sources=sources)
+
+
+def write_plugin(workspace: Path, src_root: str, allowed_plugin_files: Iterable[str], strict_eq: str,
+                 template: str | None = None) -> str:
+    """The grading plugin under a random module name in a source root; returns the name. Its config holds
+    no canary: only the strict equality's name and the project's own plugin files."""
+    import json
+
+    text = template if template is not None else _PLUGIN_TEMPLATE.read_text(encoding="utf-8")
+    if PLACEHOLDER not in text:
+        raise RuntimeError(f"the grading plugin template lost its config placeholder {PLACEHOLDER}")
     module = f"_tfg{secrets.token_hex(6)}"
-    config = {"canaries": expect, "kinds": kinds, "last": last, "strict_eq": strict_eq,
+    config = {"strict_eq": strict_eq,
               "allowed_plugin_files": sorted(str(workspace / p) for p in allowed_plugin_files)}
-    template = _PLUGIN_TEMPLATE.read_text(encoding="utf-8")
-    if _PLACEHOLDER not in template:
-        raise RuntimeError(f"{_PLUGIN_TEMPLATE} lost its config placeholder {_PLACEHOLDER}")
-    plugin_src = template.replace(_PLACEHOLDER, repr(json.dumps(config)), 1)
     root = workspace if src_root in ("", ".") else workspace / src_root
     root.mkdir(parents=True, exist_ok=True)
-    (root / f"{module}.py").write_text(plugin_src, encoding="utf-8")
-    return CanaryPlan(expect=expect, plugin_module=module, last=last, files=tuple(files),
-                      standalone=standalone, kinds=kinds)
+    (root / f"{module}.py").write_text(text.replace(PLACEHOLDER, repr(json.dumps(config)), 1), encoding="utf-8")
+    return module
 
 
 def _standalone_path(workspace: Path, hosts: list[tuple[str, str, ast.Module]], rng: random.Random) -> str:

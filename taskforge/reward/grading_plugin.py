@@ -1,14 +1,16 @@
-"""Tamper-evidence plugin of a grading run (reward path). Standalone: stdlib + pytest, no taskforge.
+"""Tamper-evidence plugin of a grading run. Standalone: stdlib + pytest, no taskforge.
 
-``taskforge.reward.canaries`` copies this file into the grading workspace under a random module name, with
-``_CONFIG`` replaced by the grading's secret plan, and the runner loads it with ``-p NAME``: pytest
-imports ``-p`` plugins before setuptools plugins, conftests and test modules, so this code runs before
-any code of the patch under grading. On import it deletes its own file and keeps the plan in closures.
+``taskforge.reward.canaries.write_plugin`` copies this file into the grading workspace under a random
+module name, with ``_CONFIG`` replaced by the grading's settings (the strict equality's name and the
+project's own plugin files: **no canary**, nothing about which tests are canaries or what they must do),
+and the runner loads it with ``-p NAME``: pytest imports ``-p`` plugins before setuptools plugins,
+conftests and test modules, so this code runs before any code of the patch under grading. On import it
+deletes its own file.
 
-Canary tests (inserted by ``taskforge.reward.canaries`` into the hidden test files and one standalone file,
-with plausible names and bodies copied from real tests) are *executed by this plugin*: their bodies
-never run. Which canaries must fail is known only to this plugin and to the grader. Before answering
-for a must-pass canary the plugin checks the integrity of the run and fails the canary when it finds:
+The canaries are ordinary tests that produce their own outcome; only the grader's process, outside the
+sandbox, knows them (``taskforge.reward.canaries``). This plugin checks the integrity of the run before
+every test function runs, and once it finds tampering it fails every test from then on (so the must-pass
+canaries fail and the grader sees it). Tampering is:
 
 - pytest, pluggy, json, sitecustomize or usercustomize imported from the workspace;
 - a watched pytest internal (runner, reports, python, skipping, pluggy's hook calling) replaced, or its
@@ -22,11 +24,8 @@ for a must-pass canary the plugin checks the integrity of the run and fails the 
 - the plugin manager's per-instance ``_inner_hookexec``/``_hookexec`` or a hook caller's ``_hookexec``
   replaced (snapshotted when this plugin registers, before any conftest or project code runs).
 
-Canary tests ignore warnings (an item-level ``filterwarnings("ignore")``): a project's ``filterwarnings =
-error`` must not turn a stray warning of some earlier test into a tampering verdict.
-
-The last canary of the run is a must-pass one, so an early exit or late tampering leaves evidence too.
-What a report-forger cannot know is which canaries must fail; it can only guess (2**-n).
+The check itself runs with warnings ignored: a project's ``filterwarnings = error`` cannot turn a warning
+of the check into a failed test.
 """
 
 from __future__ import annotations
@@ -52,15 +51,9 @@ def _build() -> dict:  # type: ignore[type-arg]
         os.unlink(__file__)
     except OSError:
         pass
-    expect: dict[str, str] = dict(cfg["canaries"])
-    kinds: dict[str, str] = dict(cfg.get("kinds", {}))
-    last: str = cfg.get("last", "")
     allowed_files = {os.path.realpath(p) for p in cfg.get("allowed_plugin_files", [])}
     workspace = os.path.realpath(os.getcwd())
     problems: list[str] = []
-    exc_types = {"AssertionError": AssertionError, "NotImplementedError": NotImplementedError,
-                 "AttributeError": AttributeError, "TypeError": TypeError, "ValueError": ValueError,
-                 "KeyError": KeyError}
 
     def inside(path: str) -> bool:
         real = os.path.realpath(path)
@@ -227,13 +220,7 @@ def _build() -> dict:  # type: ignore[type-arg]
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(session: object, config: object, items: list) -> None:  # type: ignore[type-arg]
-        for i, item in enumerate(items):
-            if item.nodeid == last:
-                items.append(items.pop(i))
-                break
         for item in items:
-            if item.nodeid in expect:
-                item.add_marker(pytest.mark.filterwarnings("ignore"))
             fn = getattr(item, "function", None)
             if fn is not None:
                 code_snap[item.nodeid] = getattr(fn, "__code__", None)
@@ -250,18 +237,12 @@ def _build() -> dict:  # type: ignore[type-arg]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_pyfunc_call(pyfuncitem: object) -> object:
-        nodeid = pyfuncitem.nodeid  # type: ignore[attr-defined]
-        want = expect.get(nodeid)
-        if want is None:
-            return None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             bad = integrity(pyfuncitem.session)  # type: ignore[attr-defined]
-        if want == "fail":
-            raise exc_types.get(kinds.get(nodeid, ""), AssertionError)()
         if bad:
             raise AssertionError("grading integrity: " + "; ".join(bad[:5]))
-        return True
+        return None  # pytest's own implementation runs the test
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(report: object) -> None:

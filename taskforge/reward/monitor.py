@@ -112,10 +112,12 @@ RULES: Mapping[str, Rule] = {r.name: r for r in (
     _rule("ctypes", "native access (ctypes, cffi) to poke at interpreter or runner memory",
           import_=r"^(_?ctypes|cffi|_cffi_backend)(\.|$)", name=r"^(_?ctypes\.(pythonapi|[cp]ydll|CDLL|PyDLL|cast|"
           r"mem(move|set)|string_at|py_object|addressof|pointer|POINTER|c_void_p|util)|cffi\.FFI)\b"),
-    _rule("module_surgery", "rewires imports or builtins: sys.modules/meta_path/path edits, reloads, monkeypatches",
+    _rule("module_surgery", "rewires imports or builtins: sys.modules/meta_path/path edits, reloads, monkeypatches, "
+          "the running script's own module (the runner's __main__)",
           assign=rf"^({_SYS}\b|builtins\.|__builtins__)", del_=rf"^({_SYS}\b|builtins\.|__builtins__)",
           name=rf"^({_SYS}\.(pop|popitem|update|clear|setdefault|insert|append|extend|remove|__setitem__|"
-          r"__delitem__)|(importlib|imp)\.reload|builtins\.__dict__)$", shape=r"^monkeypatch:"),
+          r"__delitem__)|(importlib|imp)\.reload|builtins\.__dict__)$", import_=r"^__main__$",
+          shape=r"^(monkeypatch:|main_module$)"),
     _rule("pytest_internals", "touches pytest from library code: imports, hooks, skip/xfail/exit, the current test",
           tests=False, import_=r"^(_?pytest|pluggy)(\.|$)", name=r"^(_?pytest|pluggy)\.\w+",
           def_=r"^pytest_\w+$", str=r"PYTEST_CURRENT_TEST", assign=r"^pytest_plugins$"),
@@ -262,6 +264,8 @@ def _ast_events(tree: ast.AST, top: bool, imported: Mapping[str, str], by: int, 
         elif isinstance(n, ast.Attribute | ast.Name):
             emit("name", _dotted(n, al), line)
             emit("attr", getattr(n, "attr", ""), line)
+        elif isinstance(n, ast.Subscript) and _dotted(n.value, al) == "sys.modules" and _const(n.slice) == "__main__":
+            emit("shape", "main_module", line)
         elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs:
             emit("str", n.value, line)
         elif isinstance(n, ast.Call):
@@ -270,6 +274,8 @@ def _ast_events(tree: ast.AST, top: bool, imported: Mapping[str, str], by: int, 
             emit("top" if t else "", fn, line)
             for k in n.keywords:
                 emit("kw", k.arg or "", line)
+            if fn in ("sys.modules.get", "sys.modules.__getitem__") and n.args and _const(n.args[0]) == "__main__":
+                emit("shape", "main_module", line)
             if len(n.args) > 1 and fn in ("getattr", "setattr", "hasattr") and (at := _const(n.args[1])):
                 emit("attr", at, line)
                 target(f"{_dotted(n.args[0], al)}.{at}", "assign" if fn == "setattr" else "name", line, fn == "setattr")

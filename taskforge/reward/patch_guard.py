@@ -20,7 +20,6 @@ may appear), so a parser differential between ``unidiff`` and git cannot smuggle
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -29,63 +28,13 @@ import unidiff
 
 from taskforge.core.errors import PatchError
 from taskforge.core.patches import apply
-
-TEST_DIR_NAMES = frozenset({"tests", "test"})
-SUPPORT_NAMES = frozenset({
-    "conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml",
-    "sitecustomize.py", "usercustomize.py",
-})
-# never legitimate in a source patch: executed at interpreter start-up, before any check
-STARTUP_HOOKS = frozenset({"sitecustomize.py", "usercustomize.py"})
-SHADOW_GUARDED = frozenset({
-    "pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "coverage", "xdist", "pytest_timeout",
-    "_tfg", "site", "sitecustomize", "usercustomize",
-}) | frozenset(sys.stdlib_module_names)
-
-
-@dataclass(frozen=True, slots=True)
-class ProtectedPaths:
-    """What the grader owns in a workspace: test files and test-support files (workspace-relative)."""
-
-    test_dirs: tuple[str, ...] = ("tests",)  # EnvSpec.test_paths
-    src_roots: tuple[str, ...] = (".",)  # EnvSpec.src_roots: where a shadowing module would be imported
-    extra: frozenset[str] = frozenset()  # hidden test files, plugin modules named by the original config
-    exempt: frozenset[str] = frozenset()  # source files the gold patch edits: never treated as tests
-
-    def kind(self, rel: str) -> str | None:
-        """``"support"``, ``"test"`` or None (a source file the agent may edit)."""
-        p = PurePosixPath(rel)
-        if p.name in SUPPORT_NAMES or p.suffix == ".pth":
-            return "support"
-        if rel in self.exempt:  # before ``extra``: a source module that also holds doctests stays source
-            return None
-        if rel in self.extra:
-            return "test"
-        if any(part in TEST_DIR_NAMES for part in p.parts[:-1]):
-            return "test"
-        if p.suffix == ".py" and (p.name.startswith("test_") or p.stem.endswith("_test")):
-            return "test"
-        for d in self.test_dirs:
-            d = d.strip("/")
-            if d not in ("", ".") and (rel == d or rel.startswith(d + "/")):
-                return "test"
-        return None
-
-    def shadows(self, rel: str) -> bool:
-        """True when ``rel`` is a top-level module/package under a src root named like a guarded module."""
-        p = PurePosixPath(rel)
-        for root in self.src_roots:
-            root = root.strip("/")
-            inner = p if root in ("", ".") else (p.relative_to(root) if p.is_relative_to(root) else None)
-            if inner is None or not inner.parts:
-                continue
-            top = inner.parts[0]
-            name = top[:-3] if len(inner.parts) == 1 and top.endswith(".py") else top
-            if len(inner.parts) == 1 and not top.endswith((".py", ".pyc", ".so")):
-                continue
-            if name in SHADOW_GUARDED or name.startswith("_tfg"):
-                return True
-        return False
+from taskforge.reward.protected import (  # noqa: F401 - re-exported: the patch guard's vocabulary
+    SHADOW_GUARDED,
+    STARTUP_HOOKS,
+    SUPPORT_NAMES,
+    TEST_DIR_NAMES,
+    ProtectedPaths,
+)
 
 
 @dataclass(frozen=True, slots=True)

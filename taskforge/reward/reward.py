@@ -198,7 +198,8 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path) -> Reward
     for rel in hidden:  # ``assert a == b`` an always-equal object cannot pass (taskforge.reward.strict_asserts)
         path = workspace / rel
         path.write_text(strict_source(path.read_text(encoding="utf-8"), strict), encoding="utf-8")
-    plan = plant_canaries(workspace, hidden, src_root=src_root, allowed_plugin_files=plugins, strict_eq=strict)
+    plan = plant_canaries(workspace, hidden, pass_to_pass=task.pass_to_pass, fail_to_pass=task.fail_to_pass,
+                          src_root=src_root, allowed_plugin_files=plugins, strict_eq=strict)
     selected = [*tests, *plan.nodeids]
     random.SystemRandom().shuffle(selected)  # canaries are not the last ids of the request
     args = ["-c", ini_name, "--rootdir=.", "--confcutdir=.", "-p", plan.plugin_module, *pinned_options(ini),
@@ -253,7 +254,8 @@ def _score(task: Task, report: TestReport, plan: Any, flags: list[RewardFlag], d
         flags += [RewardFlag.NO_REPORT, RewardFlag.TAMPERING]
         detail = detail or f"the runner left no report (exit code {report.exit_code})"
     else:
-        problems = plan.verify(report)
+        problems = plan.verify({r.nodeid: r.outcome.value for r in report.results}, report.collection_errors,
+                               finished=True)
         if problems:
             flags += [RewardFlag.CANARY_FAILED, RewardFlag.TAMPERING]
             detail = detail or problems[0]
