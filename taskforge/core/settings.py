@@ -52,6 +52,11 @@ class Settings:
     docker_pids: int = _doc("Process limit of a test container.", 512)
     docker_cpus: float = _doc("CPU limit of a test container.", 1.0)
     seed: int = _doc("Seed of every shuffle and sample.", 0)
+    run_limit_factor: float = _doc("Validation and grading runs are killed after run_limit_factor x the "
+                                   "baseline's slowest full-suite run + run_limit_margin_s (never above "
+                                   "test_timeout_s): a deletion that makes the code loop costs minutes, not "
+                                   "the flat limit.", 5.0)
+    run_limit_margin_s: float = _doc("Seconds added to run_limit_factor x the baseline's suite time.", 60.0)
 
     @classmethod
     def load(cls, overrides: Mapping[str, Any] | None = None, config_file: Path | None = None) -> Settings:

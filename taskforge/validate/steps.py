@@ -54,6 +54,7 @@ from taskforge.core.task import Task, ValidationRun
 from taskforge.core.testreport import ReportFlag
 from taskforge.reward.result import ZEROING_FLAGS, RewardFlag, RewardResult
 from taskforge.validate.jobs import MODES, CandidateJob, CandidateResult, changed_lines, hideable
+from taskforge.validate.from_baseline import new_collection_errors, run_limit_s
 from taskforge.validate.worker import FixedEnv, load_profile, prepared_env, sandbox_for
 
 
@@ -88,6 +89,7 @@ class _Validation:
         self.profile = load_profile(job.profile_dir)
         self.sandbox = job.sandbox if job.sandbox is not None else sandbox_for(job.settings, warm=not self.naive)
         self.env = prepared_env(job.profile_dir, self.sandbox)
+        self.limit_s = run_limit_s(self.profile.baseline, self.settings)  # k x baseline + margin
         self.start = time.monotonic()
         self.test_seconds = 0.0
         self.stages: dict[str, float] = {}
@@ -131,7 +133,7 @@ class _Validation:
         from sandboxes.protocol import RunRequest
 
         t = time.monotonic()
-        request = RunRequest(tests=() if self.naive else tests, timeout_s=self.settings.test_timeout_s,
+        request = RunRequest(tests=() if self.naive else tests, timeout_s=self.limit_s,
                              tracebacks=self.naive)
         out = self.sandbox.run(self.env_for_run(), workspace, request)
         elapsed = time.monotonic() - t
@@ -147,11 +149,11 @@ class _Validation:
 
         t = time.monotonic()
         out = self.sandbox.run(self.env_for_run(), workspace,
-                               RunRequest(collect_only=True, timeout_s=self.settings.test_timeout_s))
+                               RunRequest(collect_only=True, timeout_s=self.limit_s))
         self.test_seconds += time.monotonic() - t
-        self.runs.append(ValidationRun("collect_hidden", 1, not out.report.collection_errors, {},
-                                       round(time.monotonic() - t, 3)))
-        return out.report.nodeids(), out.report.collection_errors
+        errors = new_collection_errors(out.report.collection_errors, self.profile.baseline)
+        self.runs.append(ValidationRun("collect_hidden", 1, not errors, {}, round(time.monotonic() - t, 3)))
+        return out.report.nodeids(), errors
 
     def grade(self, task: Task, patch: str, trees: Any, *, trusted: bool = False,
               timeout_s: float | None = None, settings: Settings | None = None) -> Any:
@@ -161,7 +163,7 @@ class _Validation:
 
         t = time.monotonic()
         res = reward(task, patch, sandbox=self.sandbox, trees=trees, tracebacks=self.naive,
-                     settings=settings or self.settings, trusted=trusted, timeout_s=timeout_s,
+                     settings=settings or self.settings, trusted=trusted, timeout_s=timeout_s or self.limit_s,
                      envs=FixedEnv(self.env_for_run()))  # type: ignore[arg-type]
         self.test_seconds += time.monotonic() - t
         return res
@@ -199,7 +201,8 @@ class _Validation:
             early = tuple(sorted(set(covering) | affected))
             report = self.run_tests(ws, early, "early_broken", 1)
             t = self.lap("early", t)
-            if ReportFlag.NO_REPORT in report.flags or report.timed_out or not (report.results or report.collection_errors):
+            if ReportFlag.NO_REPORT in report.flags or report.timed_out or not (
+                    report.results or new_collection_errors(report.collection_errors, self.profile.baseline)):
                 return self.reject(RejectReason.TIMEOUT if report.timed_out else RejectReason.IMPORT_BROKEN,
                                    f"the test run on the broken workspace reported nothing: {report.output_tail[-500:]}")
             red_covering = tuple(n for n in covering if not report.outcome_of(n).ok)
@@ -216,14 +219,15 @@ class _Validation:
             hidden = _whole_files(hidden, f2p, profile.baseline.all_tests, repo)
             _write_files(ws, hidden.files_after)
             p2p = tuple(sorted(n for n in reliable - set(red_covering) if not hidden.hides(n)))
-            if hidden.unmatched:
+            if hidden.unmatched or hidden.inherited:
                 # ids not defined where pytest collects them (a test class imported into, or inherited by,
-                # another test module): hidden when their definition went, which only collection can tell
+                # another test module; a mixin's method, gone from every class inheriting it): hidden when
+                # their definition went, which only collection can tell
                 collected, errors = self._collected(ws)
                 if errors:
                     return self.reject(RejectReason.TRANSFORM_FAILED,
                                        f"hiding the tests breaks collection of {list(errors)[:3]}")
-                still = [n for n in hidden.unmatched if n in collected]
+                still = [n for n in f2p if n in collected]
                 if still:
                     return self.reject(RejectReason.TRANSFORM_FAILED,
                                        f"cannot hide {len(still)} tests, e.g. {still[0]}")
@@ -242,7 +246,8 @@ class _Validation:
                 report = self.run_tests(ws, hidden_checks if not self.naive else p2p, "p2p_broken", 1)
                 t = self.lap("hidden_ws", t)
                 red = [n for n in (p2p if self.naive else hidden_checks) if not report.outcome_of(n).ok]
-                broken_files = sorted({n.split("::", 1)[0] for n in red} & set(report.collection_errors))
+                broken_files = sorted({n.split("::", 1)[0] for n in red}
+                                      & set(new_collection_errors(report.collection_errors, self.profile.baseline)))
                 if broken_files:
                     return self.reject(RejectReason.IMPORT_BROKEN, f"test files no longer collect on the broken "
                                        f"workspace: {broken_files[:3]}: {report.output_tail[-400:]}")
@@ -273,7 +278,8 @@ class _Validation:
                     return self.reject(RejectReason.CHEATABLE, battery.detail)
         task = dataclasses.replace(task, validation=tuple(self.runs), audit=audit,
                                    provenance={**task.provenance, "stage_seconds": dict(self.stages),
-                                               "test_seconds": round(self.test_seconds, 3)})
+                                               "test_seconds": round(self.test_seconds, 3),
+                                               "run_limit_s": self.limit_s})
         return self.result(Accepted(task))
 
     def _battery(self, task: Task) -> Any:
@@ -291,7 +297,7 @@ class _Validation:
         order = iter(names)
         # a stand-in can make the code under test loop: a few times what the gold grading took is plenty
         gold_s = max((r.seconds for r in self.runs if r.check == "gold_patch"), default=10.0)
-        timeout = min(self.settings.test_timeout_s, max(30.0, 5 * gold_s))
+        timeout = min(self.limit_s, max(30.0, 5 * gold_s))
         lenient = dataclasses.replace(self.settings, monitor_zero=False)  # a score means the tests were fooled
 
         def grade(patch: str) -> Any:  # run_battery grades the stand-ins in ``names`` order
