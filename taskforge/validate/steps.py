@@ -53,9 +53,11 @@ from taskforge.core.settings import Settings
 from taskforge.core.task import Task, ValidationRun
 from taskforge.core.testreport import ReportFlag
 from taskforge.reward.result import ZEROING_FLAGS, RewardFlag, RewardResult
-from taskforge.validate.jobs import MODES, CandidateJob, CandidateResult, changed_lines, hideable
 from taskforge.validate.from_baseline import new_collection_errors, run_limit_s
+from taskforge.validate.jobs import MODES, CandidateJob, CandidateResult, changed_lines, hideable
+from taskforge.validate.task_record import build_task, entity_source, make_instance_id
 from taskforge.validate.worker import FixedEnv, load_profile, prepared_env, sandbox_for
+from taskforge.validate.workspace_files import remove_whole_files, write_files
 
 
 def validate_candidate(job: CandidateJob) -> CandidateResult:
@@ -98,6 +100,7 @@ class _Validation:
         self.runs: list[ValidationRun] = []
         self._scratch: list[str] = []
         self.repeat_hidden: tuple[str, ...] = ()  # affected PASS_TO_PASS of the modified test files
+        self.unhideable: tuple[str, ...] = ()  # failing generated tests left visible, in neither test set
 
     def cleanup(self) -> None:
         for d in self._scratch:
@@ -170,7 +173,8 @@ class _Validation:
 
     # -- the checks ------------------------------------------------------------------------------------
     def run(self) -> CandidateResult:
-        from generators.hidden_tests import hide_tests
+        from generators.hidden_tests import hide_tests, normalize_nodeid
+        from generators.import_time import files_broken_by_removal
         from generators.registry import all_strategies
         from generators.static_index import is_test_file
 
@@ -194,9 +198,15 @@ class _Validation:
         with tempfile.TemporaryDirectory(prefix="tf-validate-") as tmp:
             ws = Path(tmp, "ws")
             shutil.copytree(repo, ws, ignore=copy_ignore, symlinks=True)
-            _write_files(ws, deletion.files_after)
+            write_files(ws, deletion.files_after)
             t = self.lap("workspace", t)
             covering = self.cand.covering_tests
+            if deletion.strategy != "stub":  # the names go: test modules whose import uses them fail whole
+                broken_files = files_broken_by_removal(profile.index, repo, tuple(deletion.deleted))
+                if broken_files and {n.split("::", 1)[0] for n in reliable} <= broken_files:
+                    return self.reject(RejectReason.IMPORT_BROKEN, "every test module uses the deleted names at "
+                                       f"import time (through {sorted(broken_files)[:3]}): no test would be left")
+                covering = tuple(sorted(set(covering) | {n for n in reliable if n.split("::", 1)[0] in broken_files}))
             affected = self._affected(deletion.files_before, deletion.files_after, reliable)
             early = tuple(sorted(set(covering) | affected))
             report = self.run_tests(ws, early, "early_broken", 1)
@@ -216,8 +226,8 @@ class _Validation:
 
             # a stub keeps the names: imports of them stay; a file whose every test is hidden goes whole
             hidden = hide_tests(ws, f2p, profile.index, deletion.deleted if deletion.strategy != "stub" else ())
-            hidden = _whole_files(hidden, f2p, profile.baseline.all_tests, repo)
-            _write_files(ws, hidden.files_after)
+            hidden = remove_whole_files(hidden, f2p, profile.baseline.all_tests, repo)
+            write_files(ws, hidden.files_after)
             p2p = tuple(sorted(n for n in reliable - set(red_covering) if not hidden.hides(n)))
             if hidden.unmatched or hidden.inherited:
                 # ids not defined where pytest collects them (a test class imported into, or inherited by,
@@ -228,9 +238,19 @@ class _Validation:
                     return self.reject(RejectReason.TRANSFORM_FAILED,
                                        f"hiding the tests breaks collection of {list(errors)[:3]}")
                 still = [n for n in f2p if n in collected]
-                if still:
+                # generated at collection (no definition to remove, e.g. markdown's LegacyTestCase files):
+                # like an unhideable doctest, neither FAIL_TO_PASS nor PASS_TO_PASS
+                generated = {n for n in still if normalize_nodeid(n) in set(hidden.unmatched)}
+                if set(still) - generated:
+                    miss = sorted(set(still) - generated)
                     return self.reject(RejectReason.TRANSFORM_FAILED,
-                                       f"cannot hide {len(still)} tests, e.g. {still[0]}")
+                                       f"cannot hide {len(miss)} tests whose definition was removed, e.g. {miss[0]}")
+                f2p = tuple(n for n in f2p if n not in generated)
+                if not f2p:
+                    return self.reject(RejectReason.NO_FAIL_TO_PASS,
+                                       f"the {len(generated)} failing tests are generated at collection and cannot "
+                                       f"be hidden, e.g. {min(generated)}")
+                self.unhideable = tuple(sorted(generated))
                 p2p = tuple(n for n in p2p if n in collected)
             if not p2p:
                 return self.reject(RejectReason.NO_PASS_TO_PASS, "no test is left to pass")
@@ -279,7 +299,8 @@ class _Validation:
         task = dataclasses.replace(task, validation=tuple(self.runs), audit=audit,
                                    provenance={**task.provenance, "stage_seconds": dict(self.stages),
                                                "test_seconds": round(self.test_seconds, 3),
-                                               "run_limit_s": self.limit_s})
+                                               "run_limit_s": self.limit_s,
+                                               "unhideable_failing": list(self.unhideable[:20])})
         return self.result(Accepted(task))
 
     def _battery(self, task: Task) -> Any:
@@ -322,30 +343,8 @@ class _Validation:
 
     def _task(self, deletion: Any, original: Mapping[str, str | None], broken: Mapping[str, str | None],
               f2p: tuple[str, ...], p2p: tuple[str, ...], is_test: Any) -> Task | Rejected:
-        import taskforge
-        from generators.difficulty import difficulty_of
-        from generators.problem_statement import write_statement
-        from taskforge.core.patches import task_patches
-
-        profile = self.profile
-        snap = profile.snapshot
-        patches = task_patches(original, broken, is_test)
-        if not patches.patch.strip() or not patches.test_patch.strip():
-            return Rejected(self.cand.candidate_id, RejectReason.TRANSFORM_FAILED,
-                            "the deletion produced an empty gold or test patch")
-        difficulty = difficulty_of(deletion, len(f2p))
-        statement = write_statement(deletion, profile.index, profile.repo_dir, repo=snap.name)
-        instance_id = make_instance_id(snap.name, snap.version, deletion.strategy, deletion.target, patches)
-        return Task(
-            instance_id=instance_id, repo=snap.name, source=snap.source, base_commit=snap.commit,
-            version=snap.version, created_at=snap.created_at, strategy=deletion.strategy,
-            entities=tuple(deletion.deleted), setup_patch=patches.setup_patch, patch=patches.patch,
-            test_patch=patches.test_patch, problem_statement=statement, fail_to_pass=tuple(f2p),
-            pass_to_pass=tuple(p2p), env_spec=profile.spec, difficulty=difficulty,
-            env_frozen=tuple(profile.env.frozen), image_name=str(profile.env.extra.get("image", "")),
-            provenance={"taskforge_version": taskforge.__version__, "generator": deletion.strategy,
-                        "candidate": self.cand.to_dict(), **dict(self.job.provenance)},
-        )
+        return build_task(self.profile, self.cand, deletion, original, broken, f2p, p2p, is_test,
+                          self.job.provenance)
 
     def _contract(self, task: Task, affected_p2p: tuple[str, ...], ws: Path) -> CandidateResult | None:
         """Empty patch scores 0 (F2P red), gold scores 1 — through the reward path, repeated (docstring)."""
@@ -420,7 +419,7 @@ class _Validation:
     def _audit(self, agent_ws: Path, deletion: Any, task: Task) -> Any:
         from taskforge.audit.audit import audit_task_workspace
 
-        deleted_sources = {q: _entity_source(deletion, q, self.profile.index) for q in deletion.deleted}
+        deleted_sources = {q: entity_source(deletion, q, self.profile.index) for q in deletion.deleted}
         files = self.sandbox.environment_files(self.env)
         return audit_task_workspace(agent_ws, {k: v for k, v in deleted_sources.items() if v},
                                     env_dir=files.directory, image=files.image,
@@ -429,57 +428,8 @@ class _Validation:
                                     base_image=files.base_image)
 
 
-def _whole_files(hidden: Any, f2p: tuple[str, ...], all_tests: frozenset[str], repo: Path) -> Any:
-    """Remove, whole, every test file all of whose tests (as the baseline saw them) are FAIL_TO_PASS.
-
-    The static hiding cannot always see that (tests inherited from a mixin, a file that cannot even be
-    imported without the feature) and would leave a file that no longer collects.
-    """
-    by_file: dict[str, set[str]] = {}
-    for n in all_tests:
-        by_file.setdefault(n.split("::", 1)[0], set()).add(n)
-    whole = sorted(f for f in {n.split("::", 1)[0] for n in f2p}
-                   if by_file.get(f) and by_file[f] <= set(f2p) and (repo / f).is_file())
-    if not whole:
-        return hidden
-    before = {**hidden.files_before, **{f: (repo / f).read_text() for f in whole}}
-    after = {**hidden.files_after, **dict.fromkeys(whole)}
-    return dataclasses.replace(
-        hidden, files_before=before, files_after=after, hidden=tuple(dict.fromkeys((*hidden.hidden, *whole))),
-        removed_files=tuple(dict.fromkeys((*hidden.removed_files, *whole))),
-        unmatched=tuple(n for n in hidden.unmatched if n.split("::", 1)[0] not in whole))
-
-
 def _zeroing(res: RewardResult) -> bool:
     return any(f in ZEROING_FLAGS for f in res.flags)
 
-
-def _entity_source(deletion: Any, qualname: str, index: Any) -> str:
-    e = index.get(qualname)
-    if e is None:
-        return ""
-    text = deletion.files_before.get(e.file)
-    if not text:
-        return ""
-    lines = text.splitlines(keepends=True)
-    return "".join(lines[e.start_line - 1:e.end_line])
-
-
-def _write_files(root: Path, files: Mapping[str, str | None]) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        if text is None:
-            path.unlink(missing_ok=True)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-
-
-def make_instance_id(name: str, version: str, strategy: str, target: str, patches: Any) -> str:
-    """Deterministic: the same deletion of the same repository always gets the same id."""
-    import hashlib
-
-    h = hashlib.sha256((patches.setup_patch + "\0" + patches.patch).encode()).hexdigest()[:8]
-    return f"{name}-{version}__{strategy}__{target}-{h}"
 
 __all__ = ["MODES", "CandidateJob", "CandidateResult", "changed_lines", "make_instance_id", "validate_candidate"]
