@@ -288,15 +288,22 @@ def _bytecode(qualname: str, source: str, tree: ast.Module) -> list[Fingerprint]
     except (SyntaxError, ValueError):
         return []
     docs = _docstrings(tree)
+    own_names = {n for c in iter_code(module) for n in (c.co_name, c.co_qualname)}  # names are revealed
     out = []
     for code in iter_code(module):
-        if code is not module and len(code.co_names) >= MIN_NAMES:
+        # a class body's __name__/__module__/__qualname__ is in every class: only other names count
+        if code is not module and sum(not _is_dunder(n) for n in code.co_names) >= MIN_NAMES:
             out.append(Fingerprint(qualname, "names", ",".join(code.co_names)))
         for const in code.co_consts:
             text = const_text(const)
-            if text is not None and const not in docs and len(squash_text(text)) >= MIN_CONST_CHARS:
+            if (text is not None and const not in docs and len(squash_text(text)) >= MIN_CONST_CHARS
+                    and not _is_dunder(text) and text not in own_names):  # e.g. a class's own __qualname__
                 out.append(Fingerprint(qualname, "const", squash_text(text), best_anchor([text])))
     return [f for f in out if f.text]
+
+
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__") and name[2:-2].isidentifier()
 
 
 def const_text(const: object) -> str | None:
