@@ -192,7 +192,8 @@ class _Validation:
                 try:
                     compile(text, path, "exec")
                 except SyntaxError as exc:
-                    return self.reject(RejectReason.TRANSFORM_FAILED, f"{path} does not compile: {exc}")
+                    return self.reject(RejectReason.TRANSFORM_FAILED, f"{path} does not compile: {exc}"
+                                       + (f" at {exc.text.strip()[:120]!r}" if exc.text else ""))
         t = self.lap("delete", t)
 
         with tempfile.TemporaryDirectory(prefix="tf-validate-") as tmp:
@@ -236,7 +237,8 @@ class _Validation:
                 collected, errors = self._collected(ws)
                 if errors:
                     return self.reject(RejectReason.TRANSFORM_FAILED,
-                                       f"hiding the tests breaks collection of {list(errors)[:3]}")
+                                       f"hiding the tests (libcst removal of {len(hidden.hidden)} test defs, "
+                                       f"{len(hidden.helpers)} helpers) breaks collection of {list(errors)[:3]}")
                 still = [n for n in f2p if n in collected]
                 # generated at collection (no definition to remove, e.g. markdown's LegacyTestCase files):
                 # like an unhideable doctest, neither FAIL_TO_PASS nor PASS_TO_PASS
