@@ -238,9 +238,10 @@ def _plan_file(scan: _Scan, wanted: set[TestPath],
             if len(d.path) == 1:
                 uses = [where for n, where in scan.uses if n == name and not _within(where, {d.path})]
                 uses += [dd.path for dd in scan.defs if name in dd.params and dd.path != d.path]
-            else:  # a helper method of a class: self.name uses inside that class
+            else:  # a helper method of a class: self.name uses inside that class, and (a fixture) parameters
                 uses = [where for n, where in scan.attr_uses if n == name
                         and where[: len(d.path) - 1] == d.path[:-1] and not _within(where, {d.path})]
+                uses += [dd.path for dd in scan.defs if name in dd.params and dd.path != d.path]
             uses += [where for s, where in scan.strings if re.search(rf"\b{re.escape(name)}\b", s)
                      and not _within(where, {d.path})]
             if uses and all(w and _within(w, gone) for w in uses):

@@ -49,3 +49,29 @@ def test_a_method_nobody_defines_stays_unmatched(tmp_path: Path) -> None:
     (tmp_path / "tests" / "test_tz.py").write_text(SRC)
     h = hide_tests(tmp_path, ["tests/test_tz.py::StrTest::testMissing"])
     assert h.unmatched == ("tests/test_tz.py::StrTest::testMissing",) and h.inherited == ()
+
+
+FIXTURES = '''import pytest
+
+
+class TestNested:
+    @pytest.fixture
+    def schema(self):
+        return {"data": 1}
+
+    def test_load_only(self, schema):
+        assert schema
+
+    def test_dump_only(self, schema):
+        assert schema["data"] == 1
+'''
+
+
+def test_a_class_fixture_a_kept_test_takes_as_parameter_stays(tmp_path: Path) -> None:
+    # marshmallow 4.4.0 TestDeeplyNestedListLoadOnly: hiding test_dump_only removed the ``schema`` fixture
+    # (its name is in a string of the hidden test), so test_load_only errored in setup: suite_red
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_s.py").write_text(FIXTURES)
+    h = hide_tests(tmp_path, ["tests/test_s.py::TestNested::test_dump_only"])
+    after = h.files_after["tests/test_s.py"]
+    assert "def schema(self)" in after and "def test_load_only" in after and "def test_dump_only" not in after

@@ -132,12 +132,17 @@ class _Validation:
         return self.sandbox.clone_env(self.env, Path(tmp))
 
     def run_tests(self, workspace: Path, tests: tuple[str, ...], check: str, repeat: int) -> Any:
-        """Run ``tests`` (naive: the whole suite) on ``workspace``; MISSING for any that did not report."""
+        """Run ``tests`` (naive: the whole suite) on ``workspace``; MISSING for any that did not report.
+
+        A ``p2p_broken`` check rejects on its first red test, so it stops there (``--maxfail=1``): the tests
+        it did not reach are MISSING, i.e. red, and the verdict is the one the whole run would give.
+        """
         from sandboxes.protocol import RunRequest
 
         t = time.monotonic()
+        stop = {"PYTEST_ADDOPTS": "--maxfail=1"} if check == "p2p_broken" and not self.naive else {}
         request = RunRequest(tests=() if self.naive else tests, timeout_s=self.limit_s,
-                             tracebacks=self.naive)
+                             tracebacks=self.naive, env=stop)
         out = self.sandbox.run(self.env_for_run(), workspace, request)
         elapsed = time.monotonic() - t
         self.test_seconds += elapsed
@@ -275,7 +280,8 @@ class _Validation:
                                        f"workspace: {broken_files[:3]}: {report.output_tail[-400:]}")
                 if red:
                     return self.reject(RejectReason.SUITE_RED_AFTER_DELETION,
-                                       f"{len(red)} PASS_TO_PASS tests fail without the feature, e.g. {red[0]}")
+                                       f"PASS_TO_PASS tests fail without the feature (the check stops at the "
+                                       f"first), e.g. {next((n for n in red if report.outcome_of(n).value != 'missing'), red[0])}")
 
             original = {**deletion.files_before, **hidden.files_before}
             broken = {**deletion.files_after, **hidden.files_after}
