@@ -5,14 +5,20 @@ Cheapest checks first, so bad candidates cost little (each step can reject). Thr
 deletion changed, per the baseline's line coverage: the only tests whose path can reach changed code), and the
 PASS_TO_PASS tests of the *modified* test files (test files the hiding edited but did not remove).
 
-1. ``delete``: the strategy's libcst transform; touched files must compile (no sandbox run).
+Every run is killed after ``run_limit_s`` (k x the baseline's slowest suite run + margin,
+``taskforge.validate.from_baseline``); collection errors the baseline already had are subtracted.
+
+1. ``delete``: the strategy's libcst transform; touched files must compile (no sandbox run). When the
+   deleted names are gone (delete, module), the test files whose import uses them
+   (``generators.import_time``) join the covering tests; if that is every test file -> ``IMPORT_BROKEN``.
 2. ``early``: covering + affected on the broken code with the tests intact (one small run).
    FAIL_TO_PASS = covering tests that now fail. None -> ``NO_FAIL_TO_PASS``; nothing reported ->
    ``IMPORT_BROKEN``. Other red tests are *suspects* (they may pass once the hidden tests are gone).
 3. ``hide``: remove the FAIL_TO_PASS tests from the workspace (``generators.hidden_tests``).
+   Failing tests generated at collection (no definition to remove) leave both test sets, like doctests.
 4. ``hidden_ws``: on the agent's broken workspace (tests hidden), run the suspects, the affected tests of
    the modified test files, and one test of every modified file (it still collects) ->
-   ``SUITE_RED_AFTER_DELETION``.
+   ``SUITE_RED_AFTER_DELETION``; such ``p2p_broken`` runs stop at their first red test.
 5. ``contract`` through the reward path (``taskforge.reward.reward.reward``), exactly as an agent's patch is
    graded, in the repository's one environment (never rebuilt; each grading gets a fresh workspace):
    repeat 1 grades the empty patch on the full FAIL_TO_PASS + PASS_TO_PASS set (score 0, every hidden
