@@ -238,7 +238,9 @@ class _Validation:
 
             # a stub keeps the names: imports of them stay; a file whose every test is hidden goes whole
             hidden = hide_tests(ws, f2p, profile.index, deletion.deleted if deletion.strategy != "stub" else ())
-            hidden = remove_whole_files(hidden, f2p, profile.baseline.all_tests, repo)
+            # a file whose every *reliable* test is hidden goes whole: its flaky, skipped or broken tests are
+            # graded nowhere (markdown test_toc.py: the subTest tests would keep the deleted module's import)
+            hidden = remove_whole_files(hidden, f2p, reliable, repo)
             write_files(ws, hidden.files_after)
             p2p = tuple(sorted(n for n in reliable - set(red_covering) if not hidden.hides(n)))
             if hidden.unmatched or hidden.inherited:

@@ -20,7 +20,7 @@ def write_files(root: Path, files: Mapping[str, str | None]) -> None:
 
 
 def remove_whole_files(hidden: Any, f2p: tuple[str, ...], all_tests: frozenset[str], repo: Path) -> Any:
-    """Remove, whole, every test file all of whose tests (as the baseline saw them) are FAIL_TO_PASS.
+    """Remove, whole, every test file all of whose tests in ``all_tests`` (the reliable ones) are FAIL_TO_PASS.
 
     The static hiding cannot always see that (tests inherited from a mixin, a file that cannot even be
     imported without the feature) and would leave a file that no longer collects.
