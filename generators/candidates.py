@@ -4,7 +4,8 @@
 value for every entity skipped up front, with the reason (the start of the rejection funnel).
 
 A candidate's *covering tests* are the reliable (always-passing, non-flaky) tests that execute a line
-of its **body** (not just its ``def`` line). Skipped up front, and why:
+of its **body** (not just its ``def`` line), and the reliable tests of every test module whose import
+uses it (``generators.import_time``: a schema class body in a test helper module). Skipped up front, and why:
 
 - ``NO_COVERING_TESTS``: no reliable test executes the body.
 - ``DUNDER_METHOD``: ``__eq__``, ``__repr__``... are used implicitly by nearly every test; deleting one
@@ -79,14 +80,30 @@ def skip_reason(entity: Entity, covering: frozenset[str]) -> RejectReason | None
 
 
 def covering_tests(entity: Entity, profile: Any) -> frozenset[str]:
-    """Reliable tests that execute the entity's body (a module: any line of the file)."""
+    """Reliable tests that execute the entity's body (a module: any line of the file), and those of the
+    test modules whose import uses it (module docstring)."""
     reliable = profile.baseline.reliable
     if entity.kind is EntityKind.MODULE:
-        return frozenset().union(*(
+        found = frozenset().union(*(
             profile.coverage.tests_for_lines(entity.file, e.body_start, e.body_end, among=reliable)
             for e in profile.index.in_file(entity.file) if e.kind is not EntityKind.MODULE
         )) if profile.index.in_file(entity.file) else frozenset()
-    return profile.coverage.tests_for_entity(entity, among=reliable)
+    else:
+        found = profile.coverage.tests_for_entity(entity, among=reliable)
+    return found | import_time_tests(entity, profile)
+
+
+def import_time_tests(entity: Entity, profile: Any) -> frozenset[str]:
+    """Reliable tests of the test files whose import uses ``entity`` (``generators.import_time``)."""
+    from generators.import_time import import_time_users
+
+    repo = getattr(profile, "repo_dir", None)
+    if repo is None or not getattr(profile.index, "test_files", ()):
+        return frozenset()
+    files = import_time_users(profile.index, repo).get(entity.qualname)
+    if not files:
+        return frozenset()
+    return frozenset(t for t in profile.baseline.reliable if t.split("::", 1)[0] in files)
 
 
 def _dependents(entity: Entity) -> int:

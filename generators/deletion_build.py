@@ -65,6 +65,10 @@ def build(strategy: str, target: Entity, deleted: list[str], index: StaticIndex,
             result = cst_edit.edit_file(text, edit)
         except cst.ParserSyntaxError as exc:
             return Rejected(cid, RejectReason.TRANSFORM_FAILED, f"libcst cannot parse {rel}: {exc}")
+        except (cst.CSTValidationError, ValueError, TypeError, AttributeError, IndexError) as exc:
+            # a construct the codemod cannot rebuild (libcst refuses the edited tree): name it, never a trace
+            return Rejected(cid, RejectReason.TRANSFORM_FAILED,
+                            f"libcst cannot apply the edit to {rel} ({type(exc).__name__}: {str(exc)[:300]})")
         wanted = set(edit.remove_defs) | set(edit.replace_bodies)
         missing = wanted - result.matched
         if missing:
@@ -85,7 +89,9 @@ def build(strategy: str, target: Entity, deleted: list[str], index: StaticIndex,
         try:
             compile(new, rel, "exec")
         except SyntaxError as exc:
-            return Rejected(cid, RejectReason.TRANSFORM_FAILED, f"{rel} no longer compiles: {exc}")
+            line = (exc.text or "").strip()[:120]
+            return Rejected(cid, RejectReason.TRANSFORM_FAILED,
+                            f"{rel} no longer compiles: {exc}" + (f" at {line!r}" if line else ""))
     changed = {k for k in after if after[k] != before.get(k)}
     if not changed:
         return Rejected(cid, RejectReason.TRIVIAL_BODY, "the deletion changes nothing")

@@ -9,6 +9,11 @@
 With ``index`` and ``deleted`` it also removes, from the test files that remain, module-level imports
 of the deleted entities, so the remaining tests still collect. The test patch restores all of it.
 
+A test method that a test class inherits from a base class or mixin of the same file
+(``TZRangeTest(unittest.TestCase, TzFoldMixin)::testFoldPositiveUTCOffset``, python-dateutil) is hidden
+by removing it from the class that defines it: every other class inheriting it loses it too, so such ids
+are also returned in ``inherited`` and the caller confirms by collection which tests are left.
+
 Node ids that name no test function found statically (doctests, generated tests) are returned in
 ``unmatched``: such a candidate cannot be hidden reliably and the caller should reject it.
 """
@@ -42,6 +47,7 @@ class HiddenTests:
     helpers: tuple[str, ...] = ()  # "file::name" test helpers removed with them
     unmatched: tuple[str, ...] = ()  # FAIL_TO_PASS ids with no statically found test function
     notes: tuple[str, ...] = field(default_factory=tuple)
+    inherited: tuple[str, ...] = ()  # hidden ids defined in a base class (its other subclasses lose them too)
 
     def hides(self, nodeid: str) -> bool:
         """Whether ``nodeid`` (any parametrization) belongs to a hidden test."""
@@ -51,13 +57,14 @@ class HiddenTests:
     def to_dict(self) -> dict[str, Any]:
         return {"hidden": list(self.hidden), "files_before": dict(self.files_before),
                 "files_after": dict(self.files_after), "removed_files": list(self.removed_files),
-                "helpers": list(self.helpers), "unmatched": list(self.unmatched), "notes": list(self.notes)}
+                "helpers": list(self.helpers), "unmatched": list(self.unmatched), "notes": list(self.notes),
+                "inherited": list(self.inherited)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> HiddenTests:
         return cls(tuple(d["hidden"]), dict(d["files_before"]), dict(d["files_after"]),
                    tuple(d.get("removed_files", ())), tuple(d.get("helpers", ())),
-                   tuple(d.get("unmatched", ())), tuple(d.get("notes", ())))
+                   tuple(d.get("unmatched", ())), tuple(d.get("notes", ())), tuple(d.get("inherited", ())))
 
 
 def normalize_nodeid(nodeid: str) -> str:
@@ -76,6 +83,7 @@ class _Def:
     is_class: bool
     params: tuple[str, ...] = ()
     is_assign: bool = False  # a module-level constant (NAME = ...): test data
+    bases: tuple[str, ...] = ()  # of a class: the dotted names of its bases
 
 
 class _Scan(cst.CSTVisitor):
@@ -145,7 +153,8 @@ class _Scan(cst.CSTVisitor):
         if self._collectable():
             bases = [cst.helpers.get_full_name_for_node(a.value) or "" for a in node.bases]
             is_test = node.name.value.startswith("Test") or any(b.endswith("TestCase") for b in bases)
-            self.defs.append(_Def((*self._path(), node.name.value), self._start(node), is_test, True))
+            self.defs.append(_Def((*self._path(), node.name.value), self._start(node), is_test, True,
+                                  bases=tuple(bases)))
         self.stack.append((node.name.value, True))
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
@@ -180,9 +189,33 @@ def _within(path: TestPath, removed: set[TestPath]) -> bool:
     return any(path[: len(r)] == r for r in removed)
 
 
-def _plan_file(scan: _Scan, wanted: set[TestPath]) -> tuple[set[TestPath], set[TestPath], bool]:
-    """``(removed test defs, removed helpers, whole file)`` for the hidden tests of one file."""
-    tests = {d.path for d in scan.defs if d.is_test and not d.is_class}
+def _inherited_from(scan: _Scan, path: TestPath, seen: frozenset[TestPath] = frozenset()) -> TestPath | None:
+    """Where the test method ``path`` (``(Class, method)``) is defined, following the bases of ``Class``
+    (classes of the same module, in the method resolution order of a simple hierarchy); None if nowhere."""
+    if len(path) < 2:
+        return None
+    classes = {d.path: d for d in scan.defs if d.is_class}
+    methods = {d.path for d in scan.defs if not d.is_class and not d.is_assign}
+    owner = classes.get(path[:-1])
+    if owner is None or owner.path in seen:
+        return None
+    for base in owner.bases:
+        base_path = (*path[:-2], *base.split(".")) if (*path[:-2], *base.split(".")) in classes else (base,)
+        if base_path not in classes:
+            continue
+        if (*base_path, path[-1]) in methods:
+            return (*base_path, path[-1])
+        found = _inherited_from(scan, (*base_path, path[-1]), seen | {owner.path})
+        if found is not None:
+            return found
+    return None
+
+
+def _plan_file(scan: _Scan, wanted: set[TestPath],
+               inherited: frozenset[TestPath] = frozenset()) -> tuple[set[TestPath], set[TestPath], bool]:
+    """``(removed test defs, removed helpers, whole file)`` for the hidden tests of one file;
+    ``inherited``: methods of base classes that are removed as the tests they define."""
+    tests = {d.path for d in scan.defs if d.is_test and not d.is_class} | inherited
     removed = {p for p in tests if p in wanted}
     if tests and tests <= removed:
         return removed, set(), True
@@ -205,9 +238,10 @@ def _plan_file(scan: _Scan, wanted: set[TestPath]) -> tuple[set[TestPath], set[T
             if len(d.path) == 1:
                 uses = [where for n, where in scan.uses if n == name and not _within(where, {d.path})]
                 uses += [dd.path for dd in scan.defs if name in dd.params and dd.path != d.path]
-            else:  # a helper method of a class: self.name uses inside that class
+            else:  # a helper method of a class: self.name uses inside that class, and (a fixture) parameters
                 uses = [where for n, where in scan.attr_uses if n == name
                         and where[: len(d.path) - 1] == d.path[:-1] and not _within(where, {d.path})]
+                uses += [dd.path for dd in scan.defs if name in dd.params and dd.path != d.path]
             uses += [where for s, where in scan.strings if re.search(rf"\b{re.escape(name)}\b", s)
                      and not _within(where, {d.path})]
             if uses and all(w and _within(w, gone) for w in uses):
@@ -229,6 +263,7 @@ def hide_tests(repo_root: Path, fail_to_pass: Iterable[str], index: StaticIndex 
     hidden: list[str] = []
     unmatched: list[str] = []
     helpers_out: list[str] = []
+    inherited_out: list[str] = []
     removed_files: list[str] = []
     notes: list[str] = []
     import_edits = _test_import_edits(index, set(deleted)) if index is not None else {}
@@ -243,9 +278,12 @@ def hide_tests(repo_root: Path, fail_to_pass: Iterable[str], index: StaticIndex 
         scan = _scan(text)
         want = wanted.get(rel, set())
         known = {d.path for d in scan.defs if d.is_test and not d.is_class}
-        unmatched.extend(f"{rel}::{'::'.join(p)}" for p in sorted(want - known))
-        removed, helpers, whole = _plan_file(scan, want & known)
-        hidden.extend(f"{rel}::{'::'.join(p)}" for p in sorted(want & known))
+        via_base = {p: b for p in want - known if (b := _inherited_from(scan, p)) is not None}
+        unmatched.extend(f"{rel}::{'::'.join(p)}" for p in sorted(want - known - set(via_base)))
+        removed, helpers, whole = _plan_file(scan, (want & known) | set(via_base.values()),
+                                             frozenset(via_base.values()) - known)
+        hidden.extend(f"{rel}::{'::'.join(p)}" for p in sorted((want & known) | set(via_base)))
+        inherited_out.extend(f"{rel}::{'::'.join(p)}" for p in sorted(via_base))
         before[rel] = text
         if whole:
             after[rel] = None
@@ -270,6 +308,7 @@ def hide_tests(repo_root: Path, fail_to_pass: Iterable[str], index: StaticIndex 
         hidden=tuple(hidden), files_before={k: before[k] for k in sorted(changed)},
         files_after={k: after[k] for k in sorted(changed)}, removed_files=tuple(removed_files),
         helpers=tuple(helpers_out), unmatched=tuple(unmatched), notes=tuple(notes),
+        inherited=tuple(inherited_out),
     )
 
 

@@ -16,6 +16,10 @@ Channels searched (each a ``LeakHit.channel``):
   not searched, as the local sandbox does not search the system interpreter: the Python standard
   library holds lines that a deleted body may share, and a match there is not a leak of the task.
 
+In the environment and the image (third-party files) a hit needs a *copy* of the deleted code
+(``Scanner.scan(strict=True)``): most of a body, or its byte code; a short generic line that another
+package shares is no leak.
+
 ``audit_task_workspace`` is the entry point for the generator (a hit => ``RejectReason.LEAK_FOUND``)
 and the ``taskforge audit`` command. Files larger than ``leak_scan.MAX_BLOB`` are not read (native
 libraries of other packages); archives are searched member by member.
@@ -40,6 +44,7 @@ from taskforge.audit.scrub import TYPECHECKER_CACHES, is_artefact_dir, stub_decl
 from taskforge.core.task import AuditResult, LeakHit
 
 SOURCE_SUFFIXES = (".py",)
+_THIRD_PARTY = frozenset({"environment", "image"})  # channels of other packages' files: copies only
 READ_THREADS = 8
 
 
@@ -104,7 +109,7 @@ def _image_hits(image: Any, scanner: Scanner, client: Any, image_cache: Path | s
                 for h in _tree_hits("image", folder, scanner)]
     hits: list[LeakHit] = []
     for layer in SavedImage(image, client).layers(scanner.wants):
-        found = [(path, h) for path, data in layer.files() for h in scanner.scan(data, path)]
+        found = [(path, h) for path, data in layer.files() for h in scanner.scan(data, path, strict=True)]
         if layer.diff_id not in skip:  # known once the layer is read
             hits.extend(LeakHit("image", _join(f"{layer.short}:/{path}", h.where), h.evidence()) for path, h in found)
     return hits
@@ -151,7 +156,8 @@ def _tree_hits(channel: str, root: Path, scanner: Scanner) -> Iterator[LeakHit]:
         except OSError:
             return []
         rel = path.relative_to(root).as_posix()
-        return [LeakHit(channel, _join(rel, h.where), h.evidence()) for h in scanner.scan(data, path.name)]
+        return [LeakHit(channel, _join(rel, h.where), h.evidence())
+                for h in scanner.scan(data, path.name, strict=channel in _THIRD_PARTY)]
 
     with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
         for hits in pool.map(one, _walk(root)):
@@ -182,7 +188,7 @@ def _git_hits(root: Path, scanner: Scanner, channel: str = "git", pointers: bool
             yield LeakHit(channel, path, evidence)
     try:
         for label, _kind, data in iter_git_objects(root):
-            for hit in scanner.scan(data, ""):
+            for hit in scanner.scan(data, "", strict=channel in _THIRD_PARTY):
                 yield LeakHit(channel, _join(label, hit.where), hit.evidence())
     except GitStoreUnreadable as exc:
         yield LeakHit(channel, ".git", f"git store could not be read, so it cannot be proven clean: {exc}")
@@ -217,6 +223,6 @@ def _pointer_hits(env_dir: Path, workspace: Path | None, scanner: Scanner) -> It
             for f in files:
                 if f.suffix not in (".py", ".pyi", ".pyc") or not scanner.wants(f.stat().st_size):
                     continue
-                for hit in scanner.scan(f.read_bytes(), f.name):
+                for hit in scanner.scan(f.read_bytes(), f.name, strict=True):
                     yield LeakHit("environment", f"{pth.relative_to(env_dir).as_posix()} -> {f}",
                                   hit.evidence())

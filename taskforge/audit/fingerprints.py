@@ -40,6 +40,7 @@ MIN_LINE_CHARS = 12  # a squashed line shorter than this is not distinctive
 MIN_NGRAM_CHARS = 24
 MIN_CONST_CHARS = 8  # string/bytes constants shorter than this are too common to mean anything
 MIN_NAMES = 3
+COPY_MIN_CHARS = 60  # ... and at least this many squashed characters of them
 COPY_FRACTION = 0.6  # a remaining file with this share of a body's lines is a copy of it  # a co_names sequence with fewer names is too common
 
 _WS = b" \t\r\n\f\v"
@@ -181,10 +182,14 @@ def fingerprint(deleted_sources: Mapping[str, str], remaining: Iterable[bytes] =
 def _is_copy(found: list[Fingerprint], lines_of: Mapping[str, int]) -> bool:
     """A "remaining" file holding most of a deleted body is a copy of it (a leak), not remaining code."""
     hits: dict[str, int] = {}
+    chars: dict[str, int] = {}
     for f in found:
         if f.kind == "line":
             hits[f.entity] = hits.get(f.entity, 0) + 1
-    return any(n >= 2 and n >= COPY_FRACTION * lines_of[e] for e, n in hits.items())
+            chars[f.entity] = chars.get(f.entity, 0) + len(f.text)
+    # two short lines (``return self._validated(value)`` in every field of marshmallow's fields.py) are
+    # the module's idiom, not a copy: a copy also holds COPY_MIN_CHARS of the body
+    return any(n >= 2 and n >= COPY_FRACTION * lines_of[e] and chars[e] >= COPY_MIN_CHARS for e, n in hits.items())
 
 
 def _dedupe(fps: list[Fingerprint]) -> list[Fingerprint]:
@@ -288,15 +293,22 @@ def _bytecode(qualname: str, source: str, tree: ast.Module) -> list[Fingerprint]
     except (SyntaxError, ValueError):
         return []
     docs = _docstrings(tree)
+    own_names = {n for c in iter_code(module) for n in (c.co_name, c.co_qualname)}  # names are revealed
     out = []
     for code in iter_code(module):
-        if code is not module and len(code.co_names) >= MIN_NAMES:
+        # a class body's __name__/__module__/__qualname__ is in every class: only other names count
+        if code is not module and sum(not _is_dunder(n) for n in code.co_names) >= MIN_NAMES:
             out.append(Fingerprint(qualname, "names", ",".join(code.co_names)))
         for const in code.co_consts:
             text = const_text(const)
-            if text is not None and const not in docs and len(squash_text(text)) >= MIN_CONST_CHARS:
+            if (text is not None and const not in docs and len(squash_text(text)) >= MIN_CONST_CHARS
+                    and not _is_dunder(text) and text not in own_names):  # e.g. a class's own __qualname__
                 out.append(Fingerprint(qualname, "const", squash_text(text), best_anchor([text])))
     return [f for f in out if f.text]
+
+
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__") and name[2:-2].isidentifier()
 
 
 def const_text(const: object) -> str | None:

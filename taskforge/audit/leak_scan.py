@@ -5,6 +5,13 @@ looked through: plain text (source, stubs, RECORD, JSON caches, with JSON/escape
 HTML (tags stripped, entities unescaped: Sphinx ``viewcode`` pages), byte code (``.pyc``: unmarshalled
 code objects, matched on ``co_names`` and constants; raw bytes when another Python wrote it), and
 archives (zip/wheel/egg, tar, gzip/bz2/xz: sdists, cached wheels, pip HTTP cache bodies), recursively.
+
+``strict=True`` is for third-party files (the environment's and the image's): what must be found there
+is an installed or vendored *copy* of the project, never a short generic line that some other package
+shares with the deleted body (``if res is not None:`` in sphinx, ``text = text.decode('utf-8')`` in
+pygments). There a hit needs, for one deleted entity, at least half of its body fingerprints (lines and
+n-grams) and ``STRICT_MIN_CHARS`` of matched text, or its byte code (``co_names`` sequences, at least two
+when the entity has two).
 """
 
 from __future__ import annotations
@@ -38,6 +45,8 @@ from taskforge.audit.fingerprints import (
 MAX_BLOB = 64 * 1024 * 1024  # bigger files are not read (see ``Scanner.wants``)
 MAX_UNPACKED = 256 * 1024 * 1024  # decompression cap (zip bombs)
 MAX_DEPTH = 3  # archives inside archives
+STRICT_SHARE = 0.5  # strict: share of one entity's line/n-gram fingerprints a copy holds
+STRICT_MIN_CHARS = 60  # strict: squashed characters of matched lines/n-grams, at least
 
 _TAG = re.compile(rb"<[^<>]{0,2000}>")
 _HTML_SUFFIXES = (".html", ".htm", ".xhtml", ".xml", ".svg", ".ipynb")
@@ -83,6 +92,13 @@ class Scanner:
         self._names = self.fingerprints.code_names
         self._consts = {f.text: f for f in self.fingerprints.fingerprints if f.kind == "const"}
         self._n_consts = len(self._consts)
+        self._text_total: dict[str, int] = {}
+        self._names_total: dict[str, int] = {}
+        for f in self.fingerprints.fingerprints:
+            if f.kind in ("line", "ngram"):
+                self._text_total[f.entity] = self._text_total.get(f.entity, 0) + 1
+            elif f.kind == "names":
+                self._names_total[f.entity] = self._names_total.get(f.entity, 0) + 1
         self._module_parts = {p for e in self.fingerprints.entities for p in e.split(".")}
         self._name_sets = [[n.encode() for n in names] for names in self._names]
         self._numeric = any(_is_number(f.text) for f in self._consts.values())  # only marshal finds these
@@ -105,12 +121,13 @@ class Scanner:
             return False
         return name.split(".", 1)[0] not in self._module_parts
 
-    def scan(self, data: bytes, name: str = "", depth: int = 0) -> list[BlobHit]:
-        """Every place in ``data`` (and archives inside it) where enough fingerprints occur."""
+    def scan(self, data: bytes, name: str = "", depth: int = 0, strict: bool = False) -> list[BlobHit]:
+        """Every place in ``data`` (and archives inside it) where enough fingerprints occur
+        (``strict``: enough for a copy of the deleted code, module docstring)."""
         self.bytes_scanned += len(data)
         lower = name.lower()
         if depth < MAX_DEPTH:
-            inner = self._archive(data, lower, depth)
+            inner = self._archive(data, lower, depth, strict)
             if inner is not None:
                 return inner
         found: dict[Fingerprint, None] = {}
@@ -122,14 +139,31 @@ class Scanner:
             views: Iterator[bytes] = iter(())  # no fingerprint can be in any view of it
         else:
             views = self._views(data, lower)
+        enough = self._copy if strict else self._enough
         for view in views:
             found.update(dict.fromkeys(self._matcher.find(view)))  # type: ignore[attr-defined]
-            if self._enough(tuple(found)):
+            if enough(tuple(found)):
                 break
         matched = tuple(found)
-        if self._enough(matched):
+        if enough(matched):
             return [BlobHit("", matched, note)]
         return []
+
+    def _copy(self, matched: tuple[Fingerprint, ...]) -> bool:
+        """Strict: a copy of one deleted entity (most of its body, or its byte code), not shared idioms."""
+        text: dict[str, list[Fingerprint]] = {}
+        names: dict[str, int] = {}
+        for f in matched:
+            if f.kind in ("line", "ngram"):
+                text.setdefault(f.entity, []).append(f)
+            elif f.kind == "names":
+                names[f.entity] = names.get(f.entity, 0) + 1
+        for entity, fps in text.items():
+            if (len(fps) >= max(2, STRICT_SHARE * self._text_total.get(entity, 0))
+                    and sum(len(f.text) for f in fps if f.kind == "line") + max(
+                        (len(f.text) for f in fps if f.kind == "ngram"), default=0) >= STRICT_MIN_CHARS):
+                return True
+        return any(n >= min(2, self._names_total.get(e, 0)) for e, n in names.items())
 
     def _enough(self, matched: tuple[Fingerprint, ...]) -> bool:
         """A code object, or two body lines / n-grams; constants alone only when most of them are there.
@@ -173,7 +207,7 @@ class Scanner:
                     out.append(f)
         return out
 
-    def _archive(self, data: bytes, lower: str, depth: int) -> list[BlobHit] | None:
+    def _archive(self, data: bytes, lower: str, depth: int, strict: bool = False) -> list[BlobHit] | None:
         """Hits inside ``data`` when it is an archive or a compressed stream; None when it is neither."""
         if data[:4] == b"PK\x03\x04" or (lower.endswith(_ARCHIVE_SUFFIXES) and b"PK\x05\x06" in data[-65600:]):
             try:
@@ -181,7 +215,7 @@ class Scanner:
             except (zipfile.BadZipFile, OSError):
                 return None
             return self._members(((i.filename, i.file_size, lambda i=i: zf.read(i)) for i in zf.infolist()
-                                  if not i.is_dir()), depth)
+                                  if not i.is_dir()), depth, strict)
         opener = next((o for magic, o in _COMPRESSED if data.startswith(magic)), None)
         if opener is not None:
             try:
@@ -189,22 +223,22 @@ class Scanner:
                     unpacked = stream.read(MAX_UNPACKED)
             except (OSError, EOFError, lzma.LZMAError):
                 return None
-            return self.scan(unpacked, lower.rsplit(".", 1)[0], depth + 1)
+            return self.scan(unpacked, lower.rsplit(".", 1)[0], depth + 1, strict)
         if len(data) > 262 and data[257:262] == b"ustar":
             try:
                 tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:")
             except tarfile.TarError:
                 return None
             return self._members(((m.name, m.size, lambda m=m: _tar_read(tf, m)) for m in tf.getmembers()
-                                  if m.isfile()), depth)
+                                  if m.isfile()), depth, strict)
         return None
 
-    def _members(self, members, depth: int) -> list[BlobHit]:  # type: ignore[no-untyped-def]
+    def _members(self, members, depth: int, strict: bool = False) -> list[BlobHit]:  # type: ignore[no-untyped-def]
         hits = []
         for member, size, read in members:
             if not self.wants(size):
                 continue
-            for hit in self.scan(read(), member, depth + 1):
+            for hit in self.scan(read(), member, depth + 1, strict):
                 where = f"{member}!{hit.where}" if hit.where else member
                 hits.append(BlobHit(where, hit.matched, hit.note))
         return hits

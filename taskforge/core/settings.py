@@ -60,6 +60,11 @@ class Settings:
     agent_call_timeout_s: float = _doc("Agentic episodes: wall-clock limit of one tool call, in seconds.", 120.0)
     agent_output_chars: int = _doc("Agentic episodes: most characters of a tool's output shown to the model "
                                    "(head and tail kept, a marker in between).", 10000)
+    run_limit_factor: float = _doc("Validation and grading runs are killed after run_limit_factor x the "
+                                   "baseline's slowest full-suite run + run_limit_margin_s (never above "
+                                   "test_timeout_s): a deletion that makes the code loop costs minutes, not "
+                                   "the flat limit.", 5.0)
+    run_limit_margin_s: float = _doc("Seconds added to run_limit_factor x the baseline's suite time.", 60.0)
 
     @classmethod
     def load(cls, overrides: Mapping[str, Any] | None = None, config_file: Path | None = None) -> Settings:

@@ -33,6 +33,7 @@ from taskforge.core.settings import Settings
 from taskforge.core.testreport import ReportFlag, TestReport
 from taskforge.profile.baseline import Baseline, compute_baseline
 from taskforge.profile.coverage_map import CoverageMap, coverage_percent, covered_entities, statement_lines
+from taskforge.profile.subtests import without_subtests
 
 SCHEMA_VERSION = 1
 PROFILE_FILE = "profile.json"
@@ -74,8 +75,12 @@ class Profile:
         return tuple(self.index.entities) if self.index is not None else ()
 
     def covered_entities(self) -> tuple[Entity, ...]:
-        """Entities whose body is executed by at least one reliable (always passing) test."""
-        return covered_entities(self.entities, self.coverage, self.baseline.reliable)
+        """Entities whose body is executed by at least one reliable (always passing) test, or that a
+        test module uses at import time (``generators.import_time``)."""
+        from generators.candidates import import_time_tests
+
+        by_coverage = set(covered_entities(self.entities, self.coverage, self.baseline.reliable))
+        return tuple(e for e in self.entities if e in by_coverage or import_time_tests(e, self))
 
     def summary(self) -> dict[str, Any]:
         c = self.baseline.counts()
@@ -187,6 +192,8 @@ def build_profile(source: str, settings: Settings, sandbox: Sandbox, *, rev: str
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     baseline = compute_baseline(reports, timing_reports=reports[1:] or reports)
+    if index is not None and any(ReportFlag.FORGED_RECORDS in r.flags for r in reports):
+        baseline = without_subtests(baseline, Path(snapshot.path), index.test_files)
     coverage = CoverageMap.from_contexts(contexts or {})
     entities = tuple(index.entities) if index is not None else ()
     stmts = statement_lines(Path(snapshot.path), sorted({e.file for e in entities}))

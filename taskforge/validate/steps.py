@@ -5,14 +5,20 @@ Cheapest checks first, so bad candidates cost little (each step can reject). Thr
 deletion changed, per the baseline's line coverage: the only tests whose path can reach changed code), and the
 PASS_TO_PASS tests of the *modified* test files (test files the hiding edited but did not remove).
 
-1. ``delete``: the strategy's libcst transform; touched files must compile (no sandbox run).
+Every run is killed after ``run_limit_s`` (k x the baseline's slowest suite run + margin,
+``taskforge.validate.from_baseline``); collection errors the baseline already had are subtracted.
+
+1. ``delete``: the strategy's libcst transform; touched files must compile (no sandbox run). When the
+   deleted names are gone (delete, module), the test files whose import uses them
+   (``generators.import_time``) join the covering tests; if that is every test file -> ``IMPORT_BROKEN``.
 2. ``early``: covering + affected on the broken code with the tests intact (one small run).
    FAIL_TO_PASS = covering tests that now fail. None -> ``NO_FAIL_TO_PASS``; nothing reported ->
    ``IMPORT_BROKEN``. Other red tests are *suspects* (they may pass once the hidden tests are gone).
 3. ``hide``: remove the FAIL_TO_PASS tests from the workspace (``generators.hidden_tests``).
+   Failing tests generated at collection (no definition to remove) leave both test sets, like doctests.
 4. ``hidden_ws``: on the agent's broken workspace (tests hidden), run the suspects, the affected tests of
    the modified test files, and one test of every modified file (it still collects) ->
-   ``SUITE_RED_AFTER_DELETION``.
+   ``SUITE_RED_AFTER_DELETION``; such ``p2p_broken`` runs stop at their first red test.
 5. ``contract`` through the reward path (``taskforge.reward.reward.reward``), exactly as an agent's patch is
    graded, in the repository's one environment (never rebuilt; each grading gets a fresh workspace):
    repeat 1 grades the empty patch on the full FAIL_TO_PASS + PASS_TO_PASS set (score 0, every hidden
@@ -53,8 +59,11 @@ from taskforge.core.settings import Settings
 from taskforge.core.task import Task, ValidationRun
 from taskforge.core.testreport import ReportFlag
 from taskforge.reward.result import ZEROING_FLAGS, RewardFlag, RewardResult
+from taskforge.validate.from_baseline import new_collection_errors, run_limit_s
 from taskforge.validate.jobs import MODES, CandidateJob, CandidateResult, changed_lines, hideable
+from taskforge.validate.task_record import build_task, entity_source, make_instance_id
 from taskforge.validate.worker import FixedEnv, load_profile, prepared_env, sandbox_for
+from taskforge.validate.workspace_files import remove_whole_files, write_files
 
 
 def validate_candidate(job: CandidateJob) -> CandidateResult:
@@ -88,6 +97,7 @@ class _Validation:
         self.profile = load_profile(job.profile_dir)
         self.sandbox = job.sandbox if job.sandbox is not None else sandbox_for(job.settings, warm=not self.naive)
         self.env = prepared_env(job.profile_dir, self.sandbox)
+        self.limit_s = run_limit_s(self.profile.baseline, self.settings)  # k x baseline + margin
         self.start = time.monotonic()
         self.test_seconds = 0.0
         self.stages: dict[str, float] = {}
@@ -96,6 +106,7 @@ class _Validation:
         self.runs: list[ValidationRun] = []
         self._scratch: list[str] = []
         self.repeat_hidden: tuple[str, ...] = ()  # affected PASS_TO_PASS of the modified test files
+        self.unhideable: tuple[str, ...] = ()  # failing generated tests left visible, in neither test set
 
     def cleanup(self) -> None:
         for d in self._scratch:
@@ -127,12 +138,17 @@ class _Validation:
         return self.sandbox.clone_env(self.env, Path(tmp))
 
     def run_tests(self, workspace: Path, tests: tuple[str, ...], check: str, repeat: int) -> Any:
-        """Run ``tests`` (naive: the whole suite) on ``workspace``; MISSING for any that did not report."""
+        """Run ``tests`` (naive: the whole suite) on ``workspace``; MISSING for any that did not report.
+
+        A ``p2p_broken`` check rejects on its first red test, so it stops there (``--maxfail=1``): the tests
+        it did not reach are MISSING, i.e. red, and the verdict is the one the whole run would give.
+        """
         from sandboxes.protocol import RunRequest
 
         t = time.monotonic()
-        request = RunRequest(tests=() if self.naive else tests, timeout_s=self.settings.test_timeout_s,
-                             tracebacks=self.naive)
+        stop = {"PYTEST_ADDOPTS": "--maxfail=1"} if check == "p2p_broken" and not self.naive else {}
+        request = RunRequest(tests=() if self.naive else tests, timeout_s=self.limit_s,
+                             tracebacks=self.naive, env=stop)
         out = self.sandbox.run(self.env_for_run(), workspace, request)
         elapsed = time.monotonic() - t
         self.test_seconds += elapsed
@@ -147,11 +163,11 @@ class _Validation:
 
         t = time.monotonic()
         out = self.sandbox.run(self.env_for_run(), workspace,
-                               RunRequest(collect_only=True, timeout_s=self.settings.test_timeout_s))
+                               RunRequest(collect_only=True, timeout_s=self.limit_s))
         self.test_seconds += time.monotonic() - t
-        self.runs.append(ValidationRun("collect_hidden", 1, not out.report.collection_errors, {},
-                                       round(time.monotonic() - t, 3)))
-        return out.report.nodeids(), out.report.collection_errors
+        errors = new_collection_errors(out.report.collection_errors, self.profile.baseline)
+        self.runs.append(ValidationRun("collect_hidden", 1, not errors, {}, round(time.monotonic() - t, 3)))
+        return out.report.nodeids(), errors
 
     def grade(self, task: Task, patch: str, trees: Any, *, trusted: bool = False,
               timeout_s: float | None = None, settings: Settings | None = None) -> Any:
@@ -161,14 +177,15 @@ class _Validation:
 
         t = time.monotonic()
         res = reward(task, patch, sandbox=self.sandbox, trees=trees, tracebacks=self.naive,
-                     settings=settings or self.settings, trusted=trusted, timeout_s=timeout_s,
+                     settings=settings or self.settings, trusted=trusted, timeout_s=timeout_s or self.limit_s,
                      envs=FixedEnv(self.env_for_run()))  # type: ignore[arg-type]
         self.test_seconds += time.monotonic() - t
         return res
 
     # -- the checks ------------------------------------------------------------------------------------
     def run(self) -> CandidateResult:
-        from generators.hidden_tests import hide_tests
+        from generators.hidden_tests import hide_tests, normalize_nodeid
+        from generators.import_time import files_broken_by_removal
         from generators.registry import all_strategies
         from generators.static_index import is_test_file
 
@@ -186,20 +203,28 @@ class _Validation:
                 try:
                     compile(text, path, "exec")
                 except SyntaxError as exc:
-                    return self.reject(RejectReason.TRANSFORM_FAILED, f"{path} does not compile: {exc}")
+                    return self.reject(RejectReason.TRANSFORM_FAILED, f"{path} does not compile: {exc}"
+                                       + (f" at {exc.text.strip()[:120]!r}" if exc.text else ""))
         t = self.lap("delete", t)
 
         with tempfile.TemporaryDirectory(prefix="tf-validate-") as tmp:
             ws = Path(tmp, "ws")
             shutil.copytree(repo, ws, ignore=copy_ignore, symlinks=True)
-            _write_files(ws, deletion.files_after)
+            write_files(ws, deletion.files_after)
             t = self.lap("workspace", t)
             covering = self.cand.covering_tests
+            if deletion.strategy != "stub":  # the names go: test modules whose import uses them fail whole
+                broken_files = files_broken_by_removal(profile.index, repo, tuple(deletion.deleted))
+                if broken_files and {n.split("::", 1)[0] for n in reliable} <= broken_files:
+                    return self.reject(RejectReason.IMPORT_BROKEN, "every test module uses the deleted names at "
+                                       f"import time (through {sorted(broken_files)[:3]}): no test would be left")
+                covering = tuple(sorted(set(covering) | {n for n in reliable if n.split("::", 1)[0] in broken_files}))
             affected = self._affected(deletion.files_before, deletion.files_after, reliable)
             early = tuple(sorted(set(covering) | affected))
             report = self.run_tests(ws, early, "early_broken", 1)
             t = self.lap("early", t)
-            if ReportFlag.NO_REPORT in report.flags or report.timed_out or not (report.results or report.collection_errors):
+            if ReportFlag.NO_REPORT in report.flags or report.timed_out or not (
+                    report.results or new_collection_errors(report.collection_errors, self.profile.baseline)):
                 return self.reject(RejectReason.TIMEOUT if report.timed_out else RejectReason.IMPORT_BROKEN,
                                    f"the test run on the broken workspace reported nothing: {report.output_tail[-500:]}")
             red_covering = tuple(n for n in covering if not report.outcome_of(n).ok)
@@ -213,20 +238,34 @@ class _Validation:
 
             # a stub keeps the names: imports of them stay; a file whose every test is hidden goes whole
             hidden = hide_tests(ws, f2p, profile.index, deletion.deleted if deletion.strategy != "stub" else ())
-            hidden = _whole_files(hidden, f2p, profile.baseline.all_tests, repo)
-            _write_files(ws, hidden.files_after)
+            # a file whose every *reliable* test is hidden goes whole: its flaky, skipped or broken tests are
+            # graded nowhere (markdown test_toc.py: the subTest tests would keep the deleted module's import)
+            hidden = remove_whole_files(hidden, f2p, reliable, repo)
+            write_files(ws, hidden.files_after)
             p2p = tuple(sorted(n for n in reliable - set(red_covering) if not hidden.hides(n)))
-            if hidden.unmatched:
+            if hidden.unmatched or hidden.inherited:
                 # ids not defined where pytest collects them (a test class imported into, or inherited by,
-                # another test module): hidden when their definition went, which only collection can tell
+                # another test module; a mixin's method, gone from every class inheriting it): hidden when
+                # their definition went, which only collection can tell
                 collected, errors = self._collected(ws)
                 if errors:
                     return self.reject(RejectReason.TRANSFORM_FAILED,
-                                       f"hiding the tests breaks collection of {list(errors)[:3]}")
-                still = [n for n in hidden.unmatched if n in collected]
-                if still:
+                                       f"hiding the tests (libcst removal of {len(hidden.hidden)} test defs, "
+                                       f"{len(hidden.helpers)} helpers) breaks collection of {list(errors)[:3]}")
+                still = [n for n in f2p if n in collected]
+                # generated at collection (no definition to remove, e.g. markdown's LegacyTestCase files):
+                # like an unhideable doctest, neither FAIL_TO_PASS nor PASS_TO_PASS
+                generated = {n for n in still if normalize_nodeid(n) in set(hidden.unmatched)}
+                if set(still) - generated:
+                    miss = sorted(set(still) - generated)
                     return self.reject(RejectReason.TRANSFORM_FAILED,
-                                       f"cannot hide {len(still)} tests, e.g. {still[0]}")
+                                       f"cannot hide {len(miss)} tests whose definition was removed, e.g. {miss[0]}")
+                f2p = tuple(n for n in f2p if n not in generated)
+                if not f2p:
+                    return self.reject(RejectReason.NO_FAIL_TO_PASS,
+                                       f"the {len(generated)} failing tests are generated at collection and cannot "
+                                       f"be hidden, e.g. {min(generated)}")
+                self.unhideable = tuple(sorted(generated))
                 p2p = tuple(n for n in p2p if n in collected)
             if not p2p:
                 return self.reject(RejectReason.NO_PASS_TO_PASS, "no test is left to pass")
@@ -242,13 +281,15 @@ class _Validation:
                 report = self.run_tests(ws, hidden_checks if not self.naive else p2p, "p2p_broken", 1)
                 t = self.lap("hidden_ws", t)
                 red = [n for n in (p2p if self.naive else hidden_checks) if not report.outcome_of(n).ok]
-                broken_files = sorted({n.split("::", 1)[0] for n in red} & set(report.collection_errors))
+                broken_files = sorted({n.split("::", 1)[0] for n in red}
+                                      & set(new_collection_errors(report.collection_errors, self.profile.baseline)))
                 if broken_files:
                     return self.reject(RejectReason.IMPORT_BROKEN, f"test files no longer collect on the broken "
                                        f"workspace: {broken_files[:3]}: {report.output_tail[-400:]}")
                 if red:
                     return self.reject(RejectReason.SUITE_RED_AFTER_DELETION,
-                                       f"{len(red)} PASS_TO_PASS tests fail without the feature, e.g. {red[0]}")
+                                       f"PASS_TO_PASS tests fail without the feature (the check stops at the "
+                                       f"first), e.g. {next((n for n in red if report.outcome_of(n).value != 'missing'), red[0])}")
 
             original = {**deletion.files_before, **hidden.files_before}
             broken = {**deletion.files_after, **hidden.files_after}
@@ -273,7 +314,9 @@ class _Validation:
                     return self.reject(RejectReason.CHEATABLE, battery.detail)
         task = dataclasses.replace(task, validation=tuple(self.runs), audit=audit,
                                    provenance={**task.provenance, "stage_seconds": dict(self.stages),
-                                               "test_seconds": round(self.test_seconds, 3)})
+                                               "test_seconds": round(self.test_seconds, 3),
+                                               "run_limit_s": self.limit_s,
+                                               "unhideable_failing": list(self.unhideable[:20])})
         return self.result(Accepted(task))
 
     def _battery(self, task: Task) -> Any:
@@ -291,7 +334,7 @@ class _Validation:
         order = iter(names)
         # a stand-in can make the code under test loop: a few times what the gold grading took is plenty
         gold_s = max((r.seconds for r in self.runs if r.check == "gold_patch"), default=10.0)
-        timeout = min(self.settings.test_timeout_s, max(30.0, 5 * gold_s))
+        timeout = min(self.limit_s, max(30.0, 5 * gold_s))
         lenient = dataclasses.replace(self.settings, monitor_zero=False)  # a score means the tests were fooled
 
         def grade(patch: str) -> Any:  # run_battery grades the stand-ins in ``names`` order
@@ -316,30 +359,8 @@ class _Validation:
 
     def _task(self, deletion: Any, original: Mapping[str, str | None], broken: Mapping[str, str | None],
               f2p: tuple[str, ...], p2p: tuple[str, ...], is_test: Any) -> Task | Rejected:
-        import taskforge
-        from generators.difficulty import difficulty_of
-        from generators.problem_statement import write_statement
-        from taskforge.core.patches import task_patches
-
-        profile = self.profile
-        snap = profile.snapshot
-        patches = task_patches(original, broken, is_test)
-        if not patches.patch.strip() or not patches.test_patch.strip():
-            return Rejected(self.cand.candidate_id, RejectReason.TRANSFORM_FAILED,
-                            "the deletion produced an empty gold or test patch")
-        difficulty = difficulty_of(deletion, len(f2p))
-        statement = write_statement(deletion, profile.index, profile.repo_dir, repo=snap.name)
-        instance_id = make_instance_id(snap.name, snap.version, deletion.strategy, deletion.target, patches)
-        return Task(
-            instance_id=instance_id, repo=snap.name, source=snap.source, base_commit=snap.commit,
-            version=snap.version, created_at=snap.created_at, strategy=deletion.strategy,
-            entities=tuple(deletion.deleted), setup_patch=patches.setup_patch, patch=patches.patch,
-            test_patch=patches.test_patch, problem_statement=statement, fail_to_pass=tuple(f2p),
-            pass_to_pass=tuple(p2p), env_spec=profile.spec, difficulty=difficulty,
-            env_frozen=tuple(profile.env.frozen), image_name=str(profile.env.extra.get("image", "")),
-            provenance={"taskforge_version": taskforge.__version__, "generator": deletion.strategy,
-                        "candidate": self.cand.to_dict(), **dict(self.job.provenance)},
-        )
+        return build_task(self.profile, self.cand, deletion, original, broken, f2p, p2p, is_test,
+                          self.job.provenance)
 
     def _contract(self, task: Task, affected_p2p: tuple[str, ...], ws: Path) -> CandidateResult | None:
         """Empty patch scores 0 (F2P red), gold scores 1 — through the reward path, repeated (docstring)."""
@@ -414,7 +435,7 @@ class _Validation:
     def _audit(self, agent_ws: Path, deletion: Any, task: Task) -> Any:
         from taskforge.audit.audit import audit_task_workspace
 
-        deleted_sources = {q: _entity_source(deletion, q, self.profile.index) for q in deletion.deleted}
+        deleted_sources = {q: entity_source(deletion, q, self.profile.index) for q in deletion.deleted}
         files = self.sandbox.environment_files(self.env)
         return audit_task_workspace(agent_ws, {k: v for k, v in deleted_sources.items() if v},
                                     env_dir=files.directory, image=files.image,
@@ -423,57 +444,8 @@ class _Validation:
                                     base_image=files.base_image)
 
 
-def _whole_files(hidden: Any, f2p: tuple[str, ...], all_tests: frozenset[str], repo: Path) -> Any:
-    """Remove, whole, every test file all of whose tests (as the baseline saw them) are FAIL_TO_PASS.
-
-    The static hiding cannot always see that (tests inherited from a mixin, a file that cannot even be
-    imported without the feature) and would leave a file that no longer collects.
-    """
-    by_file: dict[str, set[str]] = {}
-    for n in all_tests:
-        by_file.setdefault(n.split("::", 1)[0], set()).add(n)
-    whole = sorted(f for f in {n.split("::", 1)[0] for n in f2p}
-                   if by_file.get(f) and by_file[f] <= set(f2p) and (repo / f).is_file())
-    if not whole:
-        return hidden
-    before = {**hidden.files_before, **{f: (repo / f).read_text() for f in whole}}
-    after = {**hidden.files_after, **dict.fromkeys(whole)}
-    return dataclasses.replace(
-        hidden, files_before=before, files_after=after, hidden=tuple(dict.fromkeys((*hidden.hidden, *whole))),
-        removed_files=tuple(dict.fromkeys((*hidden.removed_files, *whole))),
-        unmatched=tuple(n for n in hidden.unmatched if n.split("::", 1)[0] not in whole))
-
-
 def _zeroing(res: RewardResult) -> bool:
     return any(f in ZEROING_FLAGS for f in res.flags)
 
-
-def _entity_source(deletion: Any, qualname: str, index: Any) -> str:
-    e = index.get(qualname)
-    if e is None:
-        return ""
-    text = deletion.files_before.get(e.file)
-    if not text:
-        return ""
-    lines = text.splitlines(keepends=True)
-    return "".join(lines[e.start_line - 1:e.end_line])
-
-
-def _write_files(root: Path, files: Mapping[str, str | None]) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        if text is None:
-            path.unlink(missing_ok=True)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-
-
-def make_instance_id(name: str, version: str, strategy: str, target: str, patches: Any) -> str:
-    """Deterministic: the same deletion of the same repository always gets the same id."""
-    import hashlib
-
-    h = hashlib.sha256((patches.setup_patch + "\0" + patches.patch).encode()).hexdigest()[:8]
-    return f"{name}-{version}__{strategy}__{target}-{h}"
 
 __all__ = ["MODES", "CandidateJob", "CandidateResult", "changed_lines", "make_instance_id", "validate_candidate"]

@@ -1,0 +1,89 @@
+"""Entities used at import time by test modules (class bodies, module-level schemas) cover their tests."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+from generators.candidates import covering_tests
+from generators.import_time import files_broken_by_removal, import_time_users
+from generators.static_index import build_index
+from taskforge.core.environment import EnvSpec
+from taskforge.profile.coverage_map import CoverageMap
+
+PKG = '''\
+class Field:
+    def __init__(self, kind):
+        self.kind = kind
+
+
+class ListField(Field):
+    def load(self, items):
+        out = [self.kind(i) for i in items]
+        return out
+
+
+def helper(x):
+    y = x + 1
+    return y
+'''
+
+BASE = '''\
+from pkg import ListField
+
+
+class BlogSchema:
+    tags = ListField(str)
+'''
+
+TEST_BLOG = '''\
+from tests.base import BlogSchema
+
+
+def test_blog():
+    assert BlogSchema.tags.kind is str
+'''
+
+TEST_OTHER = '''\
+from pkg import helper
+
+
+def test_helper():
+    assert helper(1) == 2
+
+
+def test_inside_function_only():
+    from pkg import ListField
+    assert ListField(int).load(["1"]) == [1]
+'''
+
+
+def _tree(root: Path) -> tuple[object, Path]:
+    files = {"pkg/__init__.py": PKG, "tests/base.py": BASE, "tests/test_blog.py": TEST_BLOG,
+             "tests/test_other.py": TEST_OTHER}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(textwrap.dedent(text))
+    spec = EnvSpec("pkg", "3.11", ".", package_dirs=("pkg",), test_paths=("tests",))
+    return build_index(root, spec), root
+
+
+def test_a_class_body_use_in_a_helper_module_reaches_its_importers(tmp_path: Path) -> None:
+    index, root = _tree(tmp_path)
+    users = import_time_users(index, root)
+    assert users["pkg.ListField"] == {"tests/base.py", "tests/test_blog.py"}  # not test_other: inside a function
+    assert "pkg.helper" not in users  # called only inside test functions
+    assert files_broken_by_removal(index, root, ("pkg.ListField",)) == {"tests/base.py", "tests/test_blog.py"}
+    assert files_broken_by_removal(index, root, ()) == frozenset()
+
+
+def test_import_time_users_count_as_covering_tests(tmp_path: Path) -> None:
+    index, root = _tree(tmp_path)
+    reliable = frozenset({"tests/test_blog.py::test_blog", "tests/test_other.py::test_helper",
+                          "tests/test_other.py::test_inside_function_only"})
+    profile = SimpleNamespace(index=index, repo_dir=root, coverage=CoverageMap({}),
+                              baseline=SimpleNamespace(reliable=reliable))
+    # no per-test coverage at all: the schema in tests/base.py still makes test_blog cover ListField
+    assert covering_tests(index.entity("pkg.ListField"), profile) == {"tests/test_blog.py::test_blog"}
+    assert covering_tests(index.entity("pkg.helper"), profile) == frozenset()
