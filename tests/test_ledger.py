@@ -54,3 +54,25 @@ def test_results_for_a_file_that_failed_to_collect_are_forged() -> None:
     r = read_ledger(_lines(HELLO, {"k": "collect_error", "id": "t_mul.py"}, *_phases("t_mul.py::test_mul"), END),
                     exit_code=1, elapsed=1.0)
     assert ReportFlag.FORGED_RECORDS in r.flags and "t_mul.py::test_mul" not in r.outcomes()
+
+
+def _sub(nodeid: str, outcome: str) -> dict:
+    return {"k": "phase", "id": nodeid, "when": "call", "outcome": outcome, "xfail": False, "dur": 0.0, "sub": 1}
+
+
+def test_subtest_records_merge_worst_outcome_wins_and_are_not_forged() -> None:
+    setup, call, teardown = _phases("t.py::T::test_many")
+    r = read_ledger(_lines(HELLO, setup, _sub("t.py::T::test_many", "passed"), _sub("t.py::T::test_many", "failed"),
+                           _sub("t.py::T::test_many", "passed"), call, teardown,
+                           *_phases("t.py::T::test_one"), END), exit_code=1, elapsed=1.0)
+    assert r.flags == ()  # markdown's unittest subTest: one call record per sub-case is honest
+    assert r.outcomes() == {"t.py::T::test_many": Outcome.FAILED, "t.py::T::test_one": Outcome.PASSED}
+
+
+def test_a_subtest_record_cannot_raise_an_outcome_and_after_teardown_is_forged() -> None:
+    setup, call, teardown = _phases("t.py::a", "failed")
+    r = read_ledger(_lines(HELLO, setup, _sub("t.py::a", "passed"), call, _sub("t.py::a", "passed"), teardown,
+                           END), exit_code=1, elapsed=1.0)
+    assert r.outcomes()["t.py::a"] is Outcome.FAILED and r.flags == ()
+    late = read_ledger(_lines(HELLO, *_phases("t.py::a"), _sub("t.py::a", "passed"), END), exit_code=0, elapsed=1.0)
+    assert ReportFlag.FORGED_RECORDS in late.flags

@@ -50,6 +50,7 @@ import sys
 import time
 from typing import Any
 
+SUBTEST_REPORTS = frozenset({"SubtestReport", "SubTestReport"})  # pytest>=9 built-in, pytest-subtests
 _CHANNEL_FD = -1  # the private duplicate of the records channel, set by ``open_channel``
 
 
@@ -110,8 +111,11 @@ class ReportPlugin:
                 send({"k": "collected", "ids": ids[i:i + 50]})
 
     def pytest_runtest_logreport(self, report: Any) -> None:
-        send({"k": "phase", "id": report.nodeid, "when": report.when, "outcome": report.outcome,
-              "xfail": hasattr(report, "wasxfail"), "dur": round(float(getattr(report, "duration", 0.0) or 0.0), 6)})
+        rec = {"k": "phase", "id": report.nodeid, "when": report.when, "outcome": report.outcome,
+               "xfail": hasattr(report, "wasxfail"), "dur": round(float(getattr(report, "duration", 0.0) or 0.0), 6)}
+        if type(report).__name__ in SUBTEST_REPORTS:  # unittest subTest / ``subtests``: one per sub-case
+            rec["sub"] = 1
+        send(rec)
 
 
 def _coverage_start(request: dict[str, Any]) -> Any:

@@ -9,6 +9,8 @@ per test phase as the phase ends, on a channel it took before any workspace code
   once: a second can only come from code of the run writing on the channel);
 - a line that is not a record, a record before ``hello`` or after ``end``: forged;
 - no ``end``: the run never finished (killed, exited early, crashed);
+- a subtest record (``"sub": 1``, one per unittest ``subTest``): merged worst-outcome-wins into its test,
+  so it can lower an outcome but never raise one;
 - a ``shadow`` record: the runner refused a workspace module that hides an installed one;
 - a test record under a collector that failed (a file or class that did not import): forged (pytest runs
   nothing of it, and without this rule such records would stand and that file's canaries be excused).
@@ -95,6 +97,9 @@ class Ledger:
         nodeid, when = str(rec["id"]), str(rec["when"])
         if when not in PHASES:
             raise ValueError(when)
+        if rec.get("sub"):
+            self._subtest(nodeid, rec)
+            return
         if (nodeid, when) in self.seen:
             self.forged.append(f"second {when} record for {nodeid}")
             return
@@ -106,6 +111,20 @@ class Ledger:
             self.partial[nodeid] = current = got
         if when == "teardown":
             self.outcomes[nodeid] = current
+
+    def _subtest(self, nodeid: str, rec: dict) -> None:
+        """A sub-case of a running test (unittest ``subTest``): many per test, merged worst-outcome-wins.
+
+        Such a record can only lower a test's outcome, never raise it, so one written by the graded code
+        gains it nothing; one that comes after the test's teardown is out of place.
+        """
+        if (nodeid, "teardown") in self.seen:
+            self.forged.append(f"a subtest record for {nodeid} after its teardown")
+            return
+        got = phase_outcome("call", str(rec["outcome"]), bool(rec.get("xfail")))
+        current = self.partial.setdefault(nodeid, "passed")
+        if got is not None and got != "skipped" and RANK[got] > RANK[current]:
+            self.partial[nodeid] = got
 
     def impossible(self) -> list[str]:
         """Tests reported although their file (or class) failed to collect: no honest run reports those."""

@@ -17,6 +17,7 @@ far and still writes the manifest.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import time
@@ -94,11 +95,29 @@ class SourceSummary:
                 "test_seconds": round(self.test_seconds, 2), "suite_seconds": round(self.suite_seconds, 3)}
 
 
+@functools.cache
+def profile_code_hash() -> str:
+    """Hash of the code that decides what a profile holds: a profile built by older code is not reused."""
+    import generators
+    import sandboxes
+    import taskforge.profile
+
+    digest = hashlib.sha256()
+    roots = [Path(taskforge.profile.__file__).parent, Path(generators.__file__).parent,
+             Path(sandboxes.__file__).parent]
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root.parent)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def profile_key(job: ProfileJob) -> str:
     s = job.settings
     backend = job.sandbox.name if job.sandbox is not None else s.get("sandbox")
     ident = json.dumps([job.source, job.rev, s.get("baseline_runs"), s.get("python"), backend,
-                        s.get("base_image") if s.get("sandbox") != "local" else ""], sort_keys=True)
+                        s.get("base_image") if s.get("sandbox") != "local" else "", profile_code_hash()],
+                       sort_keys=True)
     return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
 

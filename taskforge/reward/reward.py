@@ -86,6 +86,14 @@ def _result(task: Task, flags: Iterable[RewardFlag], detail: str, timings: Mappi
                         p2p_fraction)
 
 
+def grading_limit_s(task: Task, settings: Settings) -> float:
+    """The task's own run limit (k x its baseline + margin, recorded at validation), never above the setting."""
+    limit = task.provenance.get("run_limit_s") if isinstance(task.provenance, Mapping) else None
+    if isinstance(limit, (int, float)) and limit > 0:
+        return min(float(limit), float(settings.test_timeout_s))
+    return float(settings.test_timeout_s)
+
+
 def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, settings: Settings | None = None,
            timeout_s: float | None = None, envs: EnvCache | None = None, tracebacks: bool = True,
            trusted: bool = False) -> RewardResult:
@@ -96,7 +104,7 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
     grading the fast way it runs validation (a warm fork) instead of a fresh confined process.
     """
     settings = settings or Settings()
-    timeout = float(timeout_s if timeout_s is not None else settings.test_timeout_s)
+    timeout = float(timeout_s if timeout_s is not None else grading_limit_s(task, settings))
     envs = envs or EnvCache()
     timings: dict[str, float] = {}
     start = time.monotonic()
