@@ -125,6 +125,7 @@ class EpisodeConfig:
     top_p: float = 1.0
     feedback: bool = True
     system: str = SYSTEM
+    prefill: str = ""  # text put after each assistant header (context, mask 0), e.g. '<tool_call>{"name": "'
     tool_names: tuple[str, ...] = field(default_factory=lambda: TOOL_NAMES)
 
 
@@ -170,7 +171,7 @@ def run_episode(model: Any, tokenizer: Any, session: Session, config: EpisodeCon
     sample = sampler or (lambda ctx: sample_turn(model, ctx, config, stop_ids, pad_id))
     statement = session.task.problem_statement.strip()
     pending = _encode(tokenizer, _render(tokenizer, [{"role": "system", "content": config.system},
-                                                     {"role": "user", "content": statement}]))
+                                                     {"role": "user", "content": statement}]) + config.prefill)
     length = 0
     turns: list[Turn] = []
     record: list[EpisodeTurn] = []
@@ -184,7 +185,7 @@ def run_episode(model: Any, tokenizer: Any, session: Session, config: EpisodeCon
             break
         context = tuple(t for turn in turns for t in turn.context_ids + turn.model_ids) + pending
         ids, lps = sample(context)
-        text = tokenizer.decode([i for i in ids if i not in stop_ids], skip_special_tokens=False)
+        text = config.prefill + tokenizer.decode([i for i in ids if i not in stop_ids], skip_special_tokens=False)
         parsed = parse_tool_call(text)
         call = parsed if isinstance(parsed, ToolCall) else None
         obs = session.execute(call) if call is not None else parsed
@@ -198,7 +199,8 @@ def run_episode(model: Any, tokenizer: Any, session: Session, config: EpisodeCon
             break
         closing = "" if ids and ids[-1] in stop_ids else IM_END
         shown = obs.output[:config.max_obs_chars]
-        pending = _encode(tokenizer, closing + "\n" + _render(tokenizer, [{"role": "tool", "content": shown}]))
+        pending = _encode(tokenizer, closing + "\n" + _render(tokenizer, [{"role": "tool", "content": shown}])
+                          + config.prefill)
     return Episode(tuple(turns), tuple(record), session.diff(), reason, time.perf_counter() - t0)
 
 
@@ -211,7 +213,9 @@ class HFEpisodePolicy(HFPolicy):
         self.trainer = TrajectoryTrainer(model, self.pad_id, config.trainer_config())
         self.episode_config = EpisodeConfig(
             max_turns=config.max_turns, max_new_tokens=config.max_new_tokens,
-            max_context_tokens=config.max_context_tokens, max_obs_chars=config.max_obs_chars,
+            max_context_tokens=config.max_context_tokens if config.model_path else min(config.max_context_tokens,
+                                                                                       config.max_positions),
+            max_obs_chars=config.max_obs_chars,
             wall_clock_s=config.episode_wall_s, temperature=config.temperature, top_p=config.top_p,
             feedback=config.feedback)
         self._episodes: dict[str, list[Episode]] = {}

@@ -51,6 +51,9 @@ def train_command(
         help="Extra policy option KEY=VALUE (repeatable), e.g. for hf.", rich_help_panel=ADVANCED)] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the sampler and the policy.",
                                              rich_help_panel=ADVANCED)] = None,
+    episodes: Annotated[bool, typer.Option(
+        help="hf: multi-turn tool-calling episodes in a session per rollout, GRPO over whole trajectories "
+             "(+ turn-local feedback KL).")] = False,
 ) -> None:
     """Train a policy on a dataset: curriculum sampling, G rollouts per task, real rewards, JSONL metrics."""
     with user_errors():
@@ -63,8 +66,11 @@ def train_command(
         tasks = load_tasks(dataset)
         if grader not in ("sandbox", "fake"):
             raise ConfigError(f"--grader must be sandbox or fake, got {grader!r}")
+        if episodes and policy != "hf":
+            raise ConfigError(f"--episodes is for --policy hf (got --policy {policy})")
+        extra = {**_parse_opts(policy_opt or []), **({"episodes": "1"} if episodes else {})}
         options = PolicyOptions(seed=settings.seed, command=command, endpoint=endpoint, model=model,
-                                timeout_s=agent_timeout, extra=_parse_opts(policy_opt or []),
+                                timeout_s=agent_timeout, extra=extra,
                                 workspace=dataset_workspaces(dataset) if policy in ("command", "hf") else None)
         chosen = make_policy(policy, options)
         grading = FakeGrader() if grader == "fake" else SandboxGrader(dataset, settings)
