@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
 
 from taskforge.agent.trajectory import (  # noqa: E402
     Trajectory,
@@ -18,16 +17,9 @@ from taskforge.agent.trajectory import (  # noqa: E402
 )
 from taskforge.rl.grpo import forward_logits, grpo_loss, token_logprobs  # noqa: E402
 from taskforge.rl.trainer import TrainerConfig  # noqa: E402
+from tests.test_grpo import PAD, tiny_llama  # noqa: E402  (the same 40-token model as the GRPO tests)
 
 pytestmark = pytest.mark.torch
-PAD = 0
-
-
-def tiny_llama(seed: int = 0) -> torch.nn.Module:
-    torch.manual_seed(seed)
-    cfg = transformers.LlamaConfig(vocab_size=40, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
-    return transformers.LlamaForCausalLM(cfg)
 
 
 def two_turns(obs: tuple[int, ...] = (20, 21, 22), tail_obs: tuple[int, ...] = (), reward: float = 1.0,

@@ -126,6 +126,7 @@ class EpisodeConfig:
     feedback: bool = True
     system: str = SYSTEM
     prefill: str = ""  # text put after each assistant header (context, mask 0), e.g. '<tool_call>{"name": "'
+    suffix: str = ""  # text the scaffold closes each turn with before parsing, e.g. '"}</tool_call>'
     tool_names: tuple[str, ...] = field(default_factory=lambda: TOOL_NAMES)
 
 
@@ -185,7 +186,8 @@ def run_episode(model: Any, tokenizer: Any, session: Session, config: EpisodeCon
             break
         context = tuple(t for turn in turns for t in turn.context_ids + turn.model_ids) + pending
         ids, lps = sample(context)
-        text = config.prefill + tokenizer.decode([i for i in ids if i not in stop_ids], skip_special_tokens=False)
+        text = config.prefill + tokenizer.decode([i for i in ids if i not in stop_ids],
+                                                 skip_special_tokens=False) + config.suffix
         parsed = parse_tool_call(text)
         call = parsed if isinstance(parsed, ToolCall) else None
         obs = session.execute(call) if call is not None else parsed

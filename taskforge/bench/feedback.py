@@ -35,7 +35,8 @@ from typing import Annotated, Any
 
 import typer
 
-PREFILL = '<tool_call>{"name": "'  # the scaffold prefills the call's opening; the model writes the name on
+PREFILL = '<tool_call>{"name": "'  # the scaffold opens the call; the model writes the tool name and ends its turn
+SUFFIX = '"}</tool_call>'  # and the scaffold closes it (constrained decoding of the call's structure)
 VALID = ("submit", "run_tests")  # real tools without required arguments
 UNKNOWN = ("python", "ls", "cat")  # shell commands used as tool names: the targeted mistake
 SYSTEM = "Call one tool per turn."
@@ -56,7 +57,7 @@ class FeedbackBenchConfig:
     steps: int = 12
     group_size: int = 6
     max_turns: int = 3
-    sft_steps: int = 80
+    sft_steps: int = 300
     sft_batch: int = 8
     sft_lr: float = 1e-2
     lr: float = 2e-3
@@ -97,13 +98,13 @@ def warm_start(model: Any, tok: Any, cfg: FeedbackBenchConfig, seed: int) -> Non
         for _ in range(cfg.sft_batch):
             ctx = list(first)
             for _ in range(rng.randrange(2)):  # an earlier turn, as an episode renders it
-                ctx += enc(f'{rng.choice(VALID[1:] + UNKNOWN)}"}}</tool_call>{IM_END}\n')
+                ctx += enc(f"{rng.choice(VALID[1:] + UNKNOWN)}{IM_END}\n")
                 ctx += enc(tok.apply_chat_template([{"role": "tool", "content": rng.choice(["ok", "error"])}],
                                                    tokenize=False, add_generation_prompt=True) + PREFILL)
             hinted = rng.random() < 0.5
             body = rng.choice(VALID if hinted else VALID + UNKNOWN)
             rows.append([(tuple(ctx + (hint if hinted else [])), False),
-                         (tuple(enc(f'{body}"}}</tool_call>{IM_END}')), True)])
+                         (tuple(enc(f"{body}{IM_END}")), True)])
         batch = segment_batch(rows, int(tok.pad_token_id))
         lp = token_logprobs(forward_logits(model, batch), batch.input_ids)
         mask = batch.completion_mask[:, 1:].float()
@@ -129,7 +130,7 @@ def run_arm(state: dict[str, Any], tok: Any, cfg: FeedbackBenchConfig, seed: int
     trainer = TrajectoryTrainer(model, int(tok.pad_token_id), TrainerConfig(
         optimizer="adamw", lr=cfg.lr, kl_coef=cfg.kl_coef if feedback else 0.0, micro_batch=cfg.group_size))
     ecfg = EpisodeConfig(max_turns=cfg.max_turns, max_new_tokens=cfg.max_new_tokens, max_context_tokens=512,
-                         feedback=feedback, system=SYSTEM, prefill=PREFILL)
+                         feedback=feedback, system=SYSTEM, prefill=PREFILL, suffix=SUFFIX)
     torch.manual_seed(seed)
     curve = []
     for step in range(1, cfg.steps + 1):
@@ -152,6 +153,7 @@ def run_bench(cfg: FeedbackBenchConfig) -> dict[str, Any]:
     from taskforge.rl.policies.hf import chat_tokenizer, tiny_causal_lm
 
     tok = chat_tokenizer()
+    torch.set_num_threads(1)  # a tiny model: one thread is several times faster than contended intra-op threads
     out: dict[str, Any] = {"config": asdict(cfg), "arms": {"grpo": [], "grpo+feedback": []}}
     with tempfile.TemporaryDirectory(prefix="taskforge-bench-feedback-") as tmp:
         ws = Path(tmp)
@@ -180,7 +182,7 @@ def bench_command(
     seeds: Annotated[int, typer.Option(help="Seeds (each arm runs every seed).")] = 3,
     steps: Annotated[int, typer.Option(help="RL steps per arm and seed.")] = 12,
     group_size: Annotated[int, typer.Option(help="Episodes per step (one group).")] = 6,
-    sft_steps: Annotated[int, typer.Option(help="Warm-start steps (module doc).")] = 80,
+    sft_steps: Annotated[int, typer.Option(help="Warm-start steps (module doc).")] = 300,
     out: Annotated[Path | None, typer.Option(help="Write the JSON result here.")] = None,
 ) -> None:
     """Turn-local feedback vs none on the tiny model: unknown-tool calls per turn over training."""
