@@ -189,8 +189,11 @@ def run_episode(model: Any, tokenizer: Any, session: Session, config: EpisodeCon
         text = config.prefill + tokenizer.decode([i for i in ids if i not in stop_ids],
                                                  skip_special_tokens=False) + config.suffix
         parsed = parse_tool_call(text)
-        call = parsed if isinstance(parsed, ToolCall) else None
-        obs = session.execute(call) if call is not None else parsed
+        call: ToolCall | None = None
+        if isinstance(parsed, ToolCall):
+            call, obs = parsed, session.execute(parsed)
+        else:
+            obs = parsed
         hint = diagnose_turn(call or ToolCall("", text), obs, config.tool_names, session.workspace)
         hint_ids = _encode(tokenizer, f"{hint.text}\n") if hint is not None and config.feedback else ()
         turns.append(Turn(pending, ids, lps, hint_ids, hint.kind if hint is not None else ""))
@@ -212,7 +215,8 @@ class HFEpisodePolicy(HFPolicy):
     def __init__(self, model: Any, tokenizer: Any, config: HFConfig, sessions: SessionFactory) -> None:
         super().__init__(model, tokenizer, config, None)
         self.sessions = sessions
-        self.trainer = TrajectoryTrainer(model, self.pad_id, config.trainer_config())
+        self.trajectory_trainer = TrajectoryTrainer(model, self.pad_id, config.trainer_config())
+        self.trainer = self.trajectory_trainer  # the hf policy's checkpoint saves this optimizer
         self.episode_config = EpisodeConfig(
             max_turns=config.max_turns, max_new_tokens=config.max_new_tokens,
             max_context_tokens=config.max_context_tokens if config.model_path else min(config.max_context_tokens,
@@ -250,7 +254,7 @@ class HFEpisodePolicy(HFPolicy):
         report = episode_metrics(episodes)
         if not any(t.model_tokens for t in trajs):
             return {"loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "rollouts": 0.0, **report}
-        stats = self.trainer.step_trajectories(trajs)
+        stats = self.trajectory_trainer.step_trajectories(trajs)
         self.updates += 1
         return {**stats.to_dict(), "rollouts": float(len(trajs)), **report}
 

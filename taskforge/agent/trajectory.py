@@ -13,7 +13,9 @@ token, so observations (which the environment wrote, not the model) never receiv
 
 The teacher of a hinted turn sees the full history before that turn, then the one-line hint, then the
 same sampled tokens; the KL is computed on those tokens only (``feedback_kl``), so the hint touches the
-context of that turn and no other. Each hinted turn is one teacher row (no grad). Rewards are per
+context of that turn and no other. Each hinted turn is one teacher row (no grad). The teacher is the
+current weights by default (the reference's "same model with the hint"); ``teacher`` may be set to a
+frozen snapshot instead, which keeps the hint's effect from being distilled away as the weights move. Rewards are per
 trajectory (the grader's reward of the final ``diff``), never per turn.
 """
 
@@ -136,6 +138,7 @@ class TrajectoryTrainer(GRPOTrainer):
     """
 
     use_sampling_logprobs: bool = False
+    teacher: torch.nn.Module | None = None  # None: the current weights (self-distillation); else a frozen model
 
     def step_trajectories(self, trajectories: Sequence[Trajectory]) -> StepStats:
         t0 = time.perf_counter()
@@ -169,7 +172,7 @@ class TrajectoryTrainer(GRPOTrainer):
                 student = segment_batch([s for _, s, _ in chunk_pairs], self.pad_id, self.device)
                 teacher = segment_batch([t for _, _, t in chunk_pairs], self.pad_id, self.device)
                 with torch.no_grad():
-                    teacher_logits = forward_logits(self.model, teacher)
+                    teacher_logits = forward_logits(self.teacher or self.model, teacher)
                 kl = feedback_kl(forward_logits(self.model, student), student.completion_mask, teacher_logits,
                                  teacher.completion_mask)
                 kl_weight = kl.tokens / max(hinted_tokens, 1)

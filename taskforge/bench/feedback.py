@@ -16,7 +16,10 @@ Arms, identical seeds, weights and sampling RNG:
 * ``grpo``: GRPO over whole trajectories (``TrajectoryTrainer``), no hints;
 * ``grpo+feedback``: the same, plus, on each turn where a detector fires (here: the unknown tool), the
   hint is inserted before that turn for the teacher and the reverse KL on that turn's tokens is added
-  (``kl_coef``).
+  (``kl_coef``). The teacher is the warm-started model *frozen* (a snapshot, conditioned on the hint):
+  with the live weights as teacher the tiny model distils the hint's effect away within a few steps
+  (the KL fell from 2.0 to 0.002 in 7 steps while the unknown-tool rate stayed at 1.0), because its
+  reading of the hint is a fragile warm-start habit, not a pretrained skill.
 
 Measured: per RL step, unknown-tool calls / turns (``rate_unknown_tool``), and the reward. The table
 gives the mean over seeds per step for both arms, and the per-seed curves are in the JSON.
@@ -54,13 +57,13 @@ class BenchTask:
 @dataclass(frozen=True, slots=True)
 class FeedbackBenchConfig:
     seeds: int = 3
-    steps: int = 12
+    steps: int = 20
     group_size: int = 6
     max_turns: int = 3
     sft_steps: int = 300
     sft_batch: int = 8
     sft_lr: float = 1e-2
-    lr: float = 2e-3
+    lr: float = 2e-2
     kl_coef: float = 1.0
     hidden: int = 64
     max_new_tokens: int = 12
@@ -129,6 +132,12 @@ def run_arm(state: dict[str, Any], tok: Any, cfg: FeedbackBenchConfig, seed: int
     model.load_state_dict(state)
     trainer = TrajectoryTrainer(model, int(tok.pad_token_id), TrainerConfig(
         optimizer="adamw", lr=cfg.lr, kl_coef=cfg.kl_coef if feedback else 0.0, micro_batch=cfg.group_size))
+    if feedback:  # the teacher: the warm-started weights, frozen (module doc)
+        frozen = tiny_causal_lm(len(tok), hidden=cfg.hidden, max_positions=512, pad_id=tok.pad_token_id,
+                                eos_id=tok.eos_token_id)
+        frozen.load_state_dict(state)
+        frozen.eval()
+        trainer.teacher = frozen
     ecfg = EpisodeConfig(max_turns=cfg.max_turns, max_new_tokens=cfg.max_new_tokens, max_context_tokens=512,
                          feedback=feedback, system=SYSTEM, prefill=PREFILL, suffix=SUFFIX)
     torch.manual_seed(seed)
@@ -180,7 +189,7 @@ def table(result: dict[str, Any]) -> str:
 
 def bench_command(
     seeds: Annotated[int, typer.Option(help="Seeds (each arm runs every seed).")] = 3,
-    steps: Annotated[int, typer.Option(help="RL steps per arm and seed.")] = 12,
+    steps: Annotated[int, typer.Option(help="RL steps per arm and seed.")] = 20,
     group_size: Annotated[int, typer.Option(help="Episodes per step (one group).")] = 6,
     sft_steps: Annotated[int, typer.Option(help="Warm-start steps (module doc).")] = 300,
     out: Annotated[Path | None, typer.Option(help="Write the JSON result here.")] = None,

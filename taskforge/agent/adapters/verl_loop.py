@@ -21,7 +21,7 @@ import asyncio
 import uuid
 from typing import Any
 
-from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from taskforge.agent.adapters.sessions import dataset_task, make_grader, session_factory
 from taskforge.agent.hf_episode import parse_tool_call
@@ -62,10 +62,12 @@ class TaskforgeAgentLoop(AgentLoopBase):
         self.grader = make_grader(self.dataset, str(cfg.get("grader", "sandbox")))
 
     def _encode(self, messages: list[dict[str, str]], generation_prompt: bool) -> list[int]:
-        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        tok: Any = self.tokenizer
+        text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
+        return list(tok(text, add_special_tokens=False)["input_ids"])
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        tok: Any = self.tokenizer
         task = dataset_task(self.dataset, _instance_id(kwargs))
         prompt_ids = self._encode(list(kwargs["raw_prompt"]), True)
         ids: list[int] = []
@@ -83,14 +85,13 @@ class TaskforgeAgentLoop(AgentLoopBase):
                 mask += [1] * len(new)
                 logprobs += list(out.log_probs) if out.log_probs else [0.0] * len(new)
                 turns += 1
-                parsed = parse_tool_call(self.tokenizer.decode(new, skip_special_tokens=True))
+                parsed = parse_tool_call(tok.decode(new, skip_special_tokens=True))
                 obs = await asyncio.to_thread(session.execute, parsed) if isinstance(parsed, ToolCall) else parsed
                 if obs.submitted:
                     reason = "submitted"
                     break
-                ended = bool(new) and new[-1] == self.tokenizer.eos_token_id
-                end = self.tokenizer("\n" if ended else f"{self.tokenizer.eos_token or ''}\n",
-                                     add_special_tokens=False)["input_ids"]
+                ended = bool(new) and new[-1] == tok.eos_token_id
+                end = tok("\n" if ended else f"{tok.eos_token or ''}\n", add_special_tokens=False)["input_ids"]
                 shown = obs.output if obs.error is None else f"error ({obs.error.value}): {obs.output}"
                 obs_ids = list(end) + self._encode([{"role": "tool", "content": shown}], True)
                 ids += obs_ids
@@ -103,6 +104,6 @@ class TaskforgeAgentLoop(AgentLoopBase):
         n = self.response_length
         return AgentLoopOutput(prompt_ids=prompt_ids, response_ids=ids[:n], response_mask=mask[:n],
                                response_logprobs=logprobs[:n], reward_score=float(grade.reward),
-                               num_turns=2 * turns + 1, metrics={},
+                               num_turns=2 * turns + 1, metrics=AgentLoopMetrics(),
                                extra_fields={"end_reason": reason, "instance_id": task.instance_id,
                                              "grade": grade.to_dict()})
