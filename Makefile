@@ -13,6 +13,8 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade 'pip>=24'
 	$(PY) -m pip install -q -e '.[rl,ray,report,dev]'
+	$(PY) -m pip install -q -e '.[agents]'
+	$(PY) -m pip install -q --no-deps 'verl>=0.9,<0.10'  # see the agents extra in pyproject.toml
 	touch $(STAMP)
 
 venv: $(STAMP)

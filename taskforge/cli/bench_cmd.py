@@ -24,6 +24,7 @@ _BENCH_MODULES = {
     "generate": "taskforge.bench.generate",
     "reward-latency": "taskforge.bench.reward_latency",
     "session": "taskforge.bench.session",
+    "feedback": "taskforge.bench.feedback",
 }
 
 

@@ -70,6 +70,9 @@ def train_command(
     replenish_strategies: Annotated[str, typer.Option(
         help="Strategies for on-demand generation, comma-separated (default: the hardest registered).",
         rich_help_panel=ADVANCED)] = "",
+    episodes: Annotated[bool, typer.Option(
+        help="hf: multi-turn tool-calling episodes in a session per rollout, GRPO over whole trajectories "
+             "(+ turn-local feedback KL).")] = False,
 ) -> None:
     """Train a policy on a dataset: curriculum sampling, G rollouts per task, real rewards, JSONL metrics."""
     with user_errors():
@@ -80,7 +83,7 @@ def train_command(
 
         settings = settings_from(sandbox=sandbox, jobs=jobs, seed=seed, agent_max_steps=max_steps,
                                  agent_max_tokens=max_episode_tokens, agent_wall_clock_s=episode_timeout)
-        backend = session_backend or ("local" if policy == "openai" else "none")
+        backend = session_backend or ("local" if policy == "openai" or episodes else "none")
         if backend not in ("local", "docker", "auto", "none"):
             raise ConfigError(f"--session-backend must be local, docker, auto or none, got {backend!r}")
         sessions = None
@@ -91,8 +94,11 @@ def train_command(
         tasks = load_tasks(dataset)
         if grader not in ("sandbox", "fake"):
             raise ConfigError(f"--grader must be sandbox or fake, got {grader!r}")
+        if episodes and policy != "hf":
+            raise ConfigError(f"--episodes is for --policy hf (got --policy {policy})")
+        extra = {**_parse_opts(policy_opt or []), **({"episodes": "1"} if episodes else {})}
         options = PolicyOptions(seed=settings.seed, command=command, endpoint=endpoint, model=model,
-                                timeout_s=agent_timeout, extra=_parse_opts(policy_opt or []),
+                                timeout_s=agent_timeout, extra=extra,
                                 workspace=dataset_workspaces(dataset) if policy in ("command", "hf") else None,
                                 sessions=sessions)
         chosen = make_policy(policy, options)

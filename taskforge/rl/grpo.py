@@ -108,3 +108,30 @@ def sequence_logprob(model: nn.Module, batch: TokenBatch) -> Tensor:
     """Sum of completion-token log-probabilities per row, ``(B,)`` (for tests and diagnostics)."""
     lp = token_logprobs(forward_logits(model, batch), batch.input_ids)
     return (lp * batch.completion_mask[:, 1:].to(lp.dtype)).sum(-1)
+
+
+def segment_batch(rows: Sequence[Sequence[tuple[Sequence[int], bool]]], pad_id: int,
+                  device: torch.device | str = "cpu") -> TokenBatch:
+    """A ``TokenBatch`` of rows made of segments ``(token ids, trained)``: the multi-turn layout.
+
+    Each row is the concatenation of its segments; ``completion_mask`` is True exactly on the tokens of
+    segments marked ``trained`` (the model's own turns), False on the others (prompt, observations,
+    hints) and on padding. ``TokenBatch.build`` is the one-prompt-one-completion case.
+    """
+    if not rows:
+        raise ValueError("segment_batch needs at least one row")
+    flat = [[t for ids, _ in row for t in ids] for row in rows]
+    width = max(1, max(len(f) for f in flat))
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(rows), width), dtype=torch.long)
+    comp = torch.zeros((len(rows), width), dtype=torch.bool)
+    for i, row in enumerate(rows):
+        pos = 0
+        for seg, trained in row:
+            n = len(seg)
+            if n:
+                ids[i, pos:pos + n] = torch.tensor(list(seg), dtype=torch.long)
+                attn[i, pos:pos + n] = 1
+                comp[i, pos:pos + n] = trained
+            pos += n
+    return TokenBatch(ids.to(device), attn.to(device), comp.to(device))

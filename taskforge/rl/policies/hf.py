@@ -68,6 +68,12 @@ class HFConfig:
     checkpoint_dir: str = ""
     dataset: str = ""
     seed: int = 0
+    # multi-turn episodes (taskforge.agent.hf_episode): episodes=1 turns the policy into a tool-calling agent
+    episodes: bool = False
+    max_turns: int = 8
+    max_context_tokens: int = 2048
+    max_obs_chars: int = 1000
+    episode_wall_s: float = 300.0
 
     @classmethod
     def from_options(cls, options: PolicyOptions) -> HFConfig:
@@ -101,6 +107,19 @@ def byte_tokenizer() -> Any:
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     core.decoder = decoders.ByteLevel()
     return PreTrainedTokenizerFast(tokenizer_object=core, pad_token=PAD_TOKEN, eos_token=EOS_TOKEN)
+
+
+IM_START, IM_END = "<|im_start|>", "<|im_end|>"
+CHATML_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+                   "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def chat_tokenizer() -> Any:
+    """``byte_tokenizer`` plus ``<|im_start|>``/``<|im_end|>`` and a ChatML chat template (multi-turn episodes)."""
+    tok = byte_tokenizer()
+    tok.add_special_tokens({"additional_special_tokens": [IM_START, IM_END]})
+    tok.chat_template = CHATML_TEMPLATE
+    return tok
 
 
 def tiny_causal_lm(vocab_size: int, arch: str = "llama", hidden: int = 64, layers: int = 2, heads: int = 4,
@@ -286,8 +305,12 @@ def load_model(config: HFConfig) -> tuple[nn.Module, Any]:
         model: nn.Module = AutoModelForCausalLM.from_pretrained(config.model_path, local_files_only=True)
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
+        if config.episodes and not getattr(tokenizer, "chat_template", None):
+            tokenizer.add_special_tokens({"additional_special_tokens": [IM_START, IM_END]})
+            tokenizer.chat_template = CHATML_TEMPLATE
+            model.resize_token_embeddings(len(tokenizer))
         return model, tokenizer
-    tokenizer = byte_tokenizer()
+    tokenizer = chat_tokenizer() if config.episodes else byte_tokenizer()
     torch.manual_seed(config.seed)
     model = tiny_causal_lm(len(tokenizer), config.arch, config.hidden, config.layers, config.heads,
                            config.max_positions, tokenizer.pad_token_id, tokenizer.eos_token_id)
@@ -300,4 +323,8 @@ def make_policy(options: PolicyOptions) -> HFPolicy:
     model, tokenizer = load_model(config)
     model.to(_device(config.device))
     workspace = options.workspace or (dataset_workspaces(config.dataset) if config.dataset else None)
+    if config.episodes:
+        from taskforge.agent.hf_episode import HFEpisodePolicy, episode_sessions
+
+        return HFEpisodePolicy(model, tokenizer, config, episode_sessions(options, workspace))
     return HFPolicy(model, tokenizer, config, workspace)
