@@ -15,6 +15,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[rl,ray,report,dev]'
 	$(PY) -m pip install -q -e '.[agents]'
 	$(PY) -m pip install -q --no-deps 'verl>=0.9,<0.10'  # see the agents extra in pyproject.toml
+	# verl's wheel ships its own top-level `tests` package, which hides this repository's tests/ package
+	rm -rf $(VENV)/lib/python*/site-packages/tests
 	touch $(STAMP)
 
 venv: $(STAMP)
