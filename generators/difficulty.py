@@ -26,7 +26,15 @@ import math
 from generators.deletion import Deletion
 from taskforge.core.task import Difficulty
 
-STRATEGY_TIERS = {"stub": 0, "delete": 1, "module": 2}
+STRATEGY_TIERS = {"stub": 0, "delete": 1, "module": 2, "feature": 3}
+COMPOSE_BASE_TIER = 2  # a composition of k deletions is tier 2 + k (k=2: 4), above every single deletion
+
+
+def tier_of(deletion: Deletion) -> int:
+    """The strategy's tier; a composition's grows with the number ``k`` of deletions it combines."""
+    if deletion.strategy == "compose":
+        return COMPOSE_BASE_TIER + int(deletion.extra.get("k", 2))
+    return STRATEGY_TIERS.get(deletion.strategy, 1)
 
 WEIGHTS: dict[str, tuple[float, float]] = {  # feature -> (weight, saturation cap)
     "statements_deleted": (0.25, 60),
@@ -62,7 +70,7 @@ def difficulty_of(deletion: Deletion, fail_to_pass: int, files_touched: int | No
 
     ``files_touched`` defaults to the non-test files the deletion changed (hidden tests excluded).
     """
-    tier = STRATEGY_TIERS.get(deletion.strategy, 1)
+    tier = tier_of(deletion)
     files = deletion.files_touched if files_touched is None else files_touched
     entities = len(deletion.deleted)
     return Difficulty(

@@ -9,12 +9,13 @@ bad candidate: it returns ``Rejected``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from taskforge.core.entities import Entity
 from taskforge.core.outcomes import Rejected
 
 if TYPE_CHECKING:
+    from generators.candidates import Candidate
     from generators.deletion import Deletion
     from generators.static_index import StaticIndex
 
@@ -30,4 +31,20 @@ class Strategy(Protocol):
 
     def delete(self, entity: Entity, index: StaticIndex, repo_root: Path) -> Deletion | Rejected:
         """Remove the feature from the files under ``repo_root`` (read, never written)."""
+        ...
+
+
+@runtime_checkable
+class ProfileStrategy(Strategy, Protocol):
+    """A strategy whose candidates are not single entities (features, compositions): it proposes its own
+    candidates from the whole profile and deletes a candidate, not an entity.
+
+    ``generators.candidates.propose`` adds what ``propose`` returns; validation calls ``delete_candidate``
+    instead of ``delete``. ``profile`` is a ``taskforge.profile.build.Profile``.
+    """
+
+    def propose(self, profile: Any, seed: int = 0) -> list[Candidate]:
+        ...
+
+    def delete_candidate(self, candidate: Candidate, profile: Any) -> Deletion | Rejected:
         ...

@@ -177,8 +177,10 @@ class _Validation:
         reliable = profile.baseline.reliable
         t = time.monotonic()
         strategy = all_strategies()[self.cand.strategy]
-        entity = profile.index.entity(self.cand.entity)
-        deletion = strategy.delete(entity, profile.index, repo)
+        if hasattr(strategy, "delete_candidate"):  # a feature or a composition (protocol.ProfileStrategy)
+            deletion = strategy.delete_candidate(self.cand, profile)
+        else:
+            deletion = strategy.delete(profile.index.entity(self.cand.entity), profile.index, repo)
         if isinstance(deletion, Rejected):
             return self.reject(deletion.reason, deletion.detail)
         for path, text in deletion.files_after.items():
@@ -329,6 +331,10 @@ class _Validation:
                             "the deletion produced an empty gold or test patch")
         difficulty = difficulty_of(deletion, len(f2p))
         statement = write_statement(deletion, profile.index, profile.repo_dir, repo=snap.name)
+        check = _statement_check(statement, deletion, profile, original, broken, is_test, self.settings)
+        if check.rejected:
+            return Rejected(self.cand.candidate_id, RejectReason.UNDERSPECIFIED, check.rejected)
+        statement = check.statement
         instance_id = make_instance_id(snap.name, snap.version, deletion.strategy, deletion.target, patches)
         return Task(
             instance_id=instance_id, repo=snap.name, source=snap.source, base_commit=snap.commit,
@@ -338,7 +344,8 @@ class _Validation:
             pass_to_pass=tuple(p2p), env_spec=profile.spec, difficulty=difficulty,
             env_frozen=tuple(profile.env.frozen), image_name=str(profile.env.extra.get("image", "")),
             provenance={"taskforge_version": taskforge.__version__, "generator": deletion.strategy,
-                        "candidate": self.cand.to_dict(), **dict(self.job.provenance)},
+                        "candidate": self.cand.to_dict(), **dict(self.job.provenance),
+                        "statement_check": check.to_dict()},
         )
 
     def _contract(self, task: Task, affected_p2p: tuple[str, ...], ws: Path) -> CandidateResult | None:
@@ -442,6 +449,15 @@ def _whole_files(hidden: Any, f2p: tuple[str, ...], all_tests: frozenset[str], r
         hidden, files_before=before, files_after=after, hidden=tuple(dict.fromkeys((*hidden.hidden, *whole))),
         removed_files=tuple(dict.fromkeys((*hidden.removed_files, *whole))),
         unmatched=tuple(n for n in hidden.unmatched if n.split("::", 1)[0] not in whole))
+
+
+def _statement_check(statement: str, deletion: Any, profile: Any, original: Mapping[str, str | None],
+                     broken: Mapping[str, str | None], is_test: Any, settings: Settings) -> Any:
+    """``generators.statement_check``: complete the statement for the hidden tests (or say why it cannot be)."""
+    from generators.statement_check import check_statement
+
+    return check_statement(statement, deletion.deleted, profile.index, profile.repo_dir, original, broken, is_test,
+                           settings.statement_max_undetermined, names_visible=deletion.strategy == "stub")
 
 
 def _zeroing(res: RewardResult) -> bool:
