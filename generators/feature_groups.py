@@ -14,6 +14,10 @@ index:
    that stays, or at module level, stays, and so does everything it uses;
 4. private helpers that no test executes and only the feature uses, transitively, go with it.
 
+Code a test module runs when it is collected (a schema class defined at its top level runs the
+metaclass, field constructors, ``__init_subclass__``) belongs to no test in the coverage map; it is
+attributed to every test of that module (``collection_needs``), since without it none of them collects.
+
 Before the pruning, a top-level entity is *pinned* (kept) when some ``from <project module> import
 <its name>`` or ``<imported project module>.<its name>`` resolves to no entity in the index (a name
 re-exported through ``import *``, which the index cannot follow) in code that stays: a non-test file,
@@ -107,6 +111,10 @@ class FeatureIndex:
             tests = _tests_for(e, profile.coverage, self.reliable)
             if skip_reason(e, frozenset({"-"})) is not RejectReason.TEST_ONLY_CODE:
                 self.covered[e.qualname] = tests
+        for file, needs in collection_needs(self.index).items():
+            tests = self.groups.get(file, frozenset())
+            for q in needs & set(self.covered):
+                self.covered[q] = self.covered[q] | tests
 
     def group(self, key: str) -> frozenset[str]:
         if key.startswith(REACH):
@@ -170,7 +178,7 @@ class FeatureIndex:
         out: list[Feature] = []
         for key in self.keys():  # class groups first: the smaller group key wins
             f = self.feature(key)
-            if f is None or not bounds.admits(f):
+            if f is None or not bounds.admits(f) or len(f.tests) >= len(self.reliable):  # no test left to pass
                 continue
             ident = tuple(sorted(f.entities))
             if ident in seen:
@@ -178,6 +186,51 @@ class FeatureIndex:
             seen.add(ident)
             out.append(f)
         return sorted(out, key=lambda f: f.key)
+
+
+_CLASS_HOOKS = ("__init_subclass__", "__new__", "__init__", "__set_name__", "__class_getitem__", "__call__")
+
+
+def collection_needs(index: StaticIndex) -> dict[str, set[str]]:
+    """``test file -> entities its module-level code runs`` (at collection, outside every test)."""
+    seeds: dict[str, set[str]] = defaultdict(set)
+    for e in index.entities:
+        for r in e.references:
+            if r.is_test and r.kind in USE_KINDS and _collection_time(r.in_entity):
+                seeds[r.file].add(e.qualname)
+    memo: dict[str, set[str]] = {}
+    return {f: set().union(*(_runs_with(q, index, memo) for q in qs)) for f, qs in seeds.items()}
+
+
+def _collection_time(in_entity: str) -> bool:
+    """Module level, or a class body of the test module (a class name is capitalised; a test is not)."""
+    return not in_entity or in_entity.rsplit(".", 1)[-1][:1].isupper()
+
+
+def _runs_with(q: str, index: StaticIndex, memo: dict[str, set[str]]) -> set[str]:
+    """What using ``q`` at import time runs: a function with everything it uses; a class with its
+    header and body outside the methods, and its construction hooks."""
+    if q in memo:
+        return memo[q]
+    done: set[str] = set()
+    todo = [q]
+    while todo:
+        cur = todo.pop()
+        if cur in done or cur not in index:
+            continue
+        done.add(cur)
+        e = index.entity(cur)
+        if e.kind is EntityKind.CLASS:
+            methods = [m for m in index.members(cur) if m.kind is EntityKind.METHOD]
+            todo.extend(f"{cur}.{h}" for h in _CLASS_HOOKS)
+            for dq in index.dependencies(cur, kinds=USE_KINDS):
+                refs = index.entity(dq).references
+                if any(index.ref_inside(r, e) and not any(index.ref_inside(r, m) for m in methods) for r in refs):
+                    todo.append(dq)
+        elif e.kind is not EntityKind.MODULE:
+            todo.extend(index.dependencies(cur, kinds=USE_KINDS))
+    memo[q] = done
+    return done
 
 
 def unresolved_imports(root: Any, index: StaticIndex) -> dict[str, set[tuple[str, bool]]]:
