@@ -16,7 +16,10 @@ index:
 
 Code a test module runs when it is collected (a schema class defined at its top level runs the
 metaclass, field constructors, ``__init_subclass__``) belongs to no test in the coverage map; it is
-attributed to every test of that module (``collection_needs``), since without it none of them collects.
+attributed to every test of that module (``collection_needs``), since without it none of them collects;
+what a test-support module (no tests of its own: ``conftest.py``, a shared ``base.py``) runs at import is
+attributed to every test. A method that implements an abstract method (a name some class declares with
+``@abstractmethod``) only goes with its class: alone, its removal would make the class abstract.
 
 Before the pruning, a top-level entity is *pinned* (kept) when some ``from <project module> import
 <its name>`` or ``<imported project module>.<its name>`` resolves to no entity in the index (a name
@@ -104,6 +107,8 @@ class FeatureIndex:
         self.reliable = frozenset(profile.baseline.reliable)
         self.groups = group_tests(self.reliable)
         self.unresolved = unresolved_imports(profile.repo_dir, self.index)
+        self.abstract = frozenset(e.qualname.rsplit(".", 1)[-1] for e in profile.entities
+                                  if any("abstractmethod" in d for d in e.decorators))
         self.covered: dict[str, frozenset[str]] = {}
         for e in profile.entities:
             if e.kind not in _DELETABLE or e.statements <= 0:
@@ -112,7 +117,7 @@ class FeatureIndex:
             if skip_reason(e, frozenset({"-"})) is not RejectReason.TEST_ONLY_CODE:
                 self.covered[e.qualname] = tests
         for file, needs in collection_needs(self.index).items():
-            tests = self.groups.get(file, frozenset())
+            tests = self.groups.get(file) or self.reliable  # a support module: every test imports it
             for q in needs & set(self.covered):
                 self.covered[q] = self.covered[q] | tests
 
@@ -138,6 +143,8 @@ class FeatureIndex:
                   and not _dunder(index.entity(q))}
         chosen -= self._pinned(chosen, group)
         chosen = _whole_classes(chosen, self.covered, group, index)
+        chosen = {q for q in chosen if q.rsplit(".", 1)[-1] not in self.abstract or _owner(q, index) in chosen
+                  or index.entity(q).kind is not EntityKind.METHOD}
         chosen = _prune(chosen, index)
         if not chosen:
             return None

@@ -2,7 +2,9 @@
 
 Side-effect free: only the protocol. Implementations: ``generators.strategy_stub.StubStrategy``
 (tier 0), ``generators.strategy_delete.DeleteStrategy`` (tier 1), ``generators.strategy_module.
-ModuleStrategy`` (tier 2), registered by name in ``generators.registry``. ``delete`` never raises for a
+ModuleStrategy`` (tier 2), and two ``ProfileStrategy``s whose candidates are not single entities:
+``generators.strategy_feature.FeatureStrategy`` (tier 3) and ``generators.strategy_compose.
+ComposeStrategy`` (tier 2 + k), registered by name in ``generators.registry``. ``delete`` never raises for a
 bad candidate: it returns ``Rejected``.
 """
 

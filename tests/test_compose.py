@@ -15,6 +15,7 @@ from generators.strategy_delete import DeleteStrategy
 from taskforge.core.outcomes import Rejected, RejectReason
 from taskforge.pipeline.compose import compositions
 
+
 def test_part_ids_round_trip() -> None:
     ids = ["delete:pkg.geo.perimeter", "feature:tests/test_geo.py"]
     assert part_ids(compose_id(ids)) == ids

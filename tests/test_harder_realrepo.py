@@ -11,18 +11,18 @@ from __future__ import annotations
 import tarfile
 
 import pytest
+from test_generate_realrepo import PACKAGE, VERSION, _apply, _pytest, sdist_and_venv  # noqa: F401
 
 from taskforge.core.settings import Settings
 from taskforge.dataset.reader import Dataset
 from taskforge.pipeline.compose import ComposeOptions, compose
 from taskforge.pipeline.executors import SyncExecutor
 from taskforge.pipeline.generate import GenerateOptions, generate
-from test_generate_realrepo import PACKAGE, VERSION, _apply, _pytest, sdist_and_venv  # noqa: F401
 
 pytestmark = [pytest.mark.realrepo, pytest.mark.slow]
 
 
-def test_feature_and_composed_tasks_hold_and_reverify_with_plain_git_and_pytest(tmp_path, sdist_and_venv) -> None:
+def test_feature_and_composed_tasks_hold_and_reverify_with_plain_git_and_pytest(tmp_path, sdist_and_venv) -> None:  # noqa: F811
     from sandboxes.selection import make_sandbox
     from taskforge.reward.reward import reward_many
     from taskforge.reward.workspace import DatasetTrees
