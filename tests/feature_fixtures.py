@@ -114,9 +114,10 @@ COVERS = {
 }
 
 
-def make_profile(root: Path, covers: dict[str, tuple[str, ...]] | None = None) -> SimpleNamespace:
+def make_profile(root: Path, covers: dict[str, tuple[str, ...]] | None = None,
+                 files: dict[str, str] | None = None) -> SimpleNamespace:
     """The package under ``root`` and a profile-like value: index, baseline (all pass), coverage."""
-    patches.write_tree(FILES, root)
+    patches.write_tree(files or FILES, root)
     index = build_index(root, SPEC)
     lines: dict[str, dict[int, list[str]]] = {}
     for q, tests in (covers or COVERS).items():

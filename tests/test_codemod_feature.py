@@ -8,7 +8,7 @@ import pytest
 from feature_fixtures import GEO, INIT, REGISTRY, UNITS, make_profile
 
 from generators.deletion import Deletion
-from generators.feature_groups import FeatureBounds, group_key, group_tests
+from generators.feature_groups import FeatureBounds, collection_needs, group_key, group_tests
 from generators.problem_statement import write_statement
 from generators.strategy_feature import FeatureStrategy, feature_index
 from taskforge.core.outcomes import Rejected, RejectReason
@@ -105,3 +105,50 @@ def test_bounds_filter_features(profile) -> None:
     assert {f.key for f in fidx.features(FeatureBounds(min_entities=4, max_lines=10))} == set()
     one = {f.key for f in fidx.features(FeatureBounds(min_entities=1))}
     assert "reach:pkg.geo.Circle" in one and "reach:pkg.units.label" in one
+
+
+STAR_FILES = {
+    "pkg/__init__.py": "from .core import *\n",
+    "pkg/core.py": '__all__ = ["f", "g"]\n\n\ndef f(x):\n    y = x + 1\n    return y\n\n\ndef g(x):\n    y = x * 2\n    return y\n',
+    "pkg/user.py": "from pkg import f\n\n\ndef use(x):\n    z = f(x)\n    return z\n",
+    "pkg/shapes.py": '''import abc
+
+
+class Base(abc.ABC):
+    @abc.abstractmethod
+    def make(self):
+        ...
+
+
+class Impl(Base):
+    def make(self):
+        v = 1
+        return v
+
+    def extra(self):
+        v = 2
+        return v
+''',
+    "tests/test_core.py": "from pkg import f, g\n\n\ndef test_f():\n    assert f(1) == 2\n\n\ndef test_g():\n    assert g(1) == 2\n",
+    "tests/test_shapes.py": "from pkg.shapes import Impl\n\nIMPL = Impl()\n\n\ndef test_make():\n    assert IMPL.make() == 1\n\n\n"
+                            "def test_extra():\n    assert IMPL.extra() == 2\n",
+    "tests/test_other.py": "from pkg.shapes import Impl\n\n\ndef test_impl():\n    assert Impl().make() == 1\n",
+}
+
+
+def test_star_reexports_abstract_methods_and_collection_time_code_are_kept(tmp_path: Path) -> None:
+    f_, g_ = "tests/test_core.py::test_f", "tests/test_core.py::test_g"
+    make_, extra_, other_ = ("tests/test_shapes.py::test_make", "tests/test_shapes.py::test_extra",
+                             "tests/test_other.py::test_impl")
+    covers = {"pkg.core.f": (f_,), "pkg.core.g": (g_,), "pkg.user.use": (), "pkg.shapes.Impl.make": (make_, other_),
+              "pkg.shapes.Impl.extra": (extra_,)}
+    profile = make_profile(tmp_path / "repo", covers, STAR_FILES)
+    fidx = feature_index(profile)
+    # pkg.user imports f through the package's ``import *``: the index cannot see it, f is pinned; g may go
+    assert fidx.feature("tests/test_core.py").entities == ("pkg.core.g",)
+    assert fidx.unresolved["f"] == {("pkg/user.py", False), ("tests/test_core.py", True)}
+    # Impl() at test_shapes' top level runs Impl (its construction) for every test there
+    assert "pkg.shapes.Impl" in collection_needs(profile.index)["tests/test_shapes.py"]
+    # Impl.make implements an abstract method: never alone (Impl would turn abstract); extra may go
+    assert fidx.feature("reach:pkg.shapes.Impl.make") is None
+    assert fidx.feature("reach:pkg.shapes.Impl.extra").entities == ("pkg.shapes.Impl.extra",)
