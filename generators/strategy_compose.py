@@ -8,8 +8,8 @@ libcst pass per file (``generators.deletion_build.build``): parts may share file
 FAIL_TO_PASS is the union of the parts' hidden tests (the candidate's covering tests); validation keeps
 as PASS_TO_PASS the reliable tests that stay green with all of them gone, and runs the whole contract
 on the composed task. The parts are chosen from validated tasks by ``taskforge.pipeline.compose``.
-Parts are ``delete`` and ``feature`` deletions: a stub keeps names that another part's hiding would remove
-from the tests, and a module part's import rewiring is the module strategy's own.
+Parts are ``delete``, ``module`` and ``feature`` deletions (a module part's file goes, and every import of the
+module with it); never stubs: a stub keeps names that another part's hiding would remove from the tests.
 """
 
 from __future__ import annotations
@@ -18,16 +18,17 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from generators import cst_edit
 from generators.candidates import Candidate
 from generators.deletion import Deletion
-from generators.deletion_build import build
+from generators.deletion_build import build, module_name_of
 from generators.static_index import StaticIndex
 from generators.strategy_delete import deletion_edits
 from taskforge.core.entities import Entity
 from taskforge.core.outcomes import Rejected, RejectReason
 
 SEPARATOR = "+"
-PART_STRATEGIES = ("delete", "feature")
+PART_STRATEGIES = ("delete", "module", "feature")
 
 
 def compose_id(part_ids: list[str]) -> str:
@@ -85,7 +86,11 @@ def merge_deletions(parts: list[Deletion], ids: list[str], index: StaticIndex, r
     if len(deleted) < sum(len(p.deleted) for p in parts):
         return Rejected(cid, RejectReason.DUPLICATE, "the parts delete some of the same entities")
     edits = deletion_edits([index.entity(q) for q in deleted], index)
-    merged = build("compose", index.entity(parts[0].target), deleted, index, repo_root, edits,
+    gone = sorted({f for p in parts for f, text in p.files_after.items() if text is None})
+    for p in parts:
+        if p.strategy == "module":
+            _drop_module_imports(edits, index.entity(p.target), p.deleted, index)
+    merged = build("compose", index.entity(parts[0].target), deleted, index, repo_root, edits, delete_files=gone,
                    dependents=[q for p in parts for q in p.dependents], helpers=[q for p in parts for q in p.helpers],
                    notes=[n for p in parts for n in p.notes], candidate_id=cid)
     if isinstance(merged, Rejected):
@@ -94,3 +99,12 @@ def merge_deletions(parts: list[Deletion], ids: list[str], index: StaticIndex, r
         "k": len(parts), "parts": list(ids), "part_strategies": [p.strategy for p in parts],
         "part_targets": [p.target for p in parts],
         "interface": [q for p in parts for q in p.extra.get("interface", [p.target])]})
+
+
+def _drop_module_imports(edits: dict[str, cst_edit.FileEdit], module: Entity, deleted: tuple[str, ...],
+                         index: StaticIndex) -> None:
+    """Every project file importing the removed ``module`` loses those imports (as ``module`` does it)."""
+    for f in {r.file for q in deleted for r in index.entity(q).references
+              if not r.is_test and r.kind in ("import", "reexport") and r.file != module.file}:
+        base = edits.get(f) or cst_edit.FileEdit(module=module_name_of(f, index), is_package=f.endswith("__init__.py"))
+        edits[f] = dataclasses.replace(base, remove_import_modules=base.remove_import_modules | {module.qualname})

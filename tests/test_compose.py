@@ -84,3 +84,12 @@ def test_compositions_pick_disjoint_parts(tmp_path: Path) -> None:
     assert all(set(c.covering_tests) == {n for t in tasks for n in t.fail_to_pass if t.provenance["candidate"]
                                          ["candidate_id"] in part_ids(c.candidate_id)} for c in cands)
     assert compositions(tasks, 2, seed=0, limit=10) == cands  # deterministic
+
+
+def test_a_module_part_removes_the_file_and_its_imports(profile) -> None:
+    ids = ["module:pkg.units", "delete:pkg.geo.perimeter"]
+    d = ComposeStrategy().delete_candidate(Candidate(compose_id(ids), "compose", "", (), 0.0, ""), profile)
+    assert isinstance(d, Deletion), d
+    assert d.files_after["pkg/units.py"] is None
+    assert d.files_after["pkg/__init__.py"] == '"""Package."""\nfrom .geo import Circle, area\n\n__all__ = ["Circle", "area"]\n'
+    assert "def perimeter" not in d.files_after["pkg/geo.py"] and d.extra["part_strategies"] == ["module", "delete"]
