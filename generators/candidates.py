@@ -132,6 +132,9 @@ def propose(profile: Any, strategies: Sequence[Any], seed: int = 0) -> tuple[lis
                    f"complexity {entity.complexity}, {deps} dependents")
             candidates.append(Candidate(cid, strategy.name, entity.qualname, tuple(sorted(covering)),
                                         round(rank, 4), why))
+    for strategy in strategies:  # features, compositions: candidates of their own (protocol.ProfileStrategy)
+        if hasattr(strategy, "propose"):
+            candidates.extend(strategy.propose(profile, seed))
     candidates.sort(key=lambda c: (-c.rank, _tie(seed, c.candidate_id)))
     return candidates, rejected
 

@@ -4,7 +4,7 @@ The score is a weighted sum of saturating, log-scaled features (each in [0, 1]):
 
     n(x, cap) = min(1, log(1 + max(x, 0)) / log(1 + cap))
 
-    score = 0.25 * tier / 2                          # stub 0, delete 0.5, module 1
+    score = 0.25 * min(tier, 2) / 2                  # stub 0, delete 0.5, module and above 1
           + 0.25 * n(statements_deleted, 60)         # how much code to write
           + 0.15 * n(complexity, 30)                 # how many branches it has
           + 0.10 * n(entities_deleted - 1, 10)       # helpers/dependents to rebuild as well
@@ -12,6 +12,10 @@ The score is a weighted sum of saturating, log-scaled features (each in [0, 1]):
           + 0.05 * n(files_touched - 1, 5)           # edits spread over several files
           + 0.05 * n(fan_in, 20)                     # uses elsewhere constrain the interface
           + 0.05 * n(fail_to_pass, 50)               # hidden tests that must all pass
+
+Tiers: stub 0, delete 1, module 2, feature 3, a composition of k deletions 2 + k (``tier_of``). Above
+tier 2 the tier term is saturated: a feature or a composition is harder through what it deletes (summed
+statements, complexity, entities, files), which the other terms measure.
 
 The weights sum to 1, so the score is in [0, 1]; it is rounded to 4 decimals. Strategy tier and code
 size dominate on purpose: they are the features most predictive of solve rates in feature-deletion
@@ -26,7 +30,15 @@ import math
 from generators.deletion import Deletion
 from taskforge.core.task import Difficulty
 
-STRATEGY_TIERS = {"stub": 0, "delete": 1, "module": 2}
+STRATEGY_TIERS = {"stub": 0, "delete": 1, "module": 2, "feature": 3}
+COMPOSE_BASE_TIER = 2  # a composition of k deletions is tier 2 + k (k=2: 4), above every single deletion
+
+
+def tier_of(deletion: Deletion) -> int:
+    """The strategy's tier; a composition's grows with the number ``k`` of deletions it combines."""
+    if deletion.strategy == "compose":
+        return COMPOSE_BASE_TIER + int(deletion.extra.get("k", 2))
+    return STRATEGY_TIERS.get(deletion.strategy, 1)
 
 WEIGHTS: dict[str, tuple[float, float]] = {  # feature -> (weight, saturation cap)
     "statements_deleted": (0.25, 60),
@@ -62,7 +74,7 @@ def difficulty_of(deletion: Deletion, fail_to_pass: int, files_touched: int | No
 
     ``files_touched`` defaults to the non-test files the deletion changed (hidden tests excluded).
     """
-    tier = STRATEGY_TIERS.get(deletion.strategy, 1)
+    tier = tier_of(deletion)
     files = deletion.files_touched if files_touched is None else files_touched
     entities = len(deletion.deleted)
     return Difficulty(

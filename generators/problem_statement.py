@@ -218,4 +218,69 @@ class OpenAICompatibleWriter:
 
 def write_statement(deletion: Deletion, index: StaticIndex, repo_root: Path,
                     writer: StatementWriter | None = None, repo: str = "") -> str:
+    if writer is None and deletion.strategy in INTERFACE_STRATEGIES:
+        return write_interface_statement(deletion, index, repo_root, repo)
     return (writer or OfflineWriter()).write(build_context(deletion, index, repo_root, repo))
+
+
+# -- features and compositions: every interface to restore, FeatureBench-style -----------------------------
+INTERFACE_STRATEGIES = frozenset({"feature", "compose"})
+
+
+def interface_entities(deletion: Deletion, index: StaticIndex) -> list[Entity]:
+    """The top-level deleted entities (classes with their public methods listed under them), by file."""
+    ents = [index.entity(q) for q in deletion.deleted if q in index]
+    tops = [e for e in ents if e.kind is not EntityKind.MODULE
+            and not any(o is not e and o.kind is not EntityKind.MODULE and o.file == e.file
+                        and o.start_line <= e.start_line and e.end_line <= o.end_line for o in ents)]
+    return sorted(tops, key=lambda e: (e.file, e.start_line))
+
+
+def render_interface(e: Entity, index: StaticIndex, heading: str) -> str:
+    """One interface: heading, path, signature (with decorators), docstring, public methods of a class."""
+    spec = _spec(e, "target", index)
+    parts = [f"{heading} `{e.qualname}` ({e.kind.value} in `{e.file}`)\n", _describe(spec) + "\n"]
+    if e.docstring:
+        parts.append(_doc(spec))
+    if e.kind is EntityKind.CLASS:
+        methods = [m for m in index.members(e.qualname) if m.kind is EntityKind.METHOD
+                   and _public(_spec(m, "member", index)) and m.qualname.count(".") == e.qualname.count(".") + 1]
+        if methods:
+            parts.append("Methods:\n")
+            for m in methods:
+                ms = _spec(m, "member", index)
+                parts.append(f"- `{m.qualname.rsplit('.', 1)[-1]}`\n\n" + _indent(_describe(ms)) + "\n"
+                             + (_indent(_doc(ms)) if m.docstring else ""))
+    return "\n".join(p.rstrip("\n") + "\n" for p in parts)
+
+
+def write_interface_statement(deletion: Deletion, index: StaticIndex, repo_root: Path, repo: str = "") -> str:
+    """A statement listing every interface to restore (path, signature, docstring) and nothing of the bodies."""
+    ctx = build_context(deletion, index, repo_root, repo)
+    tops = interface_entities(deletion, index)
+    removed_files = sorted(f for f, t in deletion.files_after.items() if t is None)
+    public = [e for e in tops if not e.is_private]
+    private = [e for e in tops if e.is_private]
+    names = ", ".join(f"`{e.qualname}`" for e in public[:4]) + (" and more" if len(public) > 4 else "")
+    k = int(deletion.extra.get("k", 1))
+    parts = [f"# Implement {'these features' if k > 1 else 'the feature'} of `{ctx.repo}`: {names}\n",
+             f"The code below is missing from `{ctx.repo}` ({len(tops)} definitions over "
+             f"{len({e.file for e in tops} | set(removed_files))} files). Implement every interface listed, in the "
+             "file given and with the signature given, so that it behaves as documented and as the rest of the "
+             "code base expects; export it again wherever the package exported it (`__all__`, package "
+             "`__init__` modules).\n"]
+    if removed_files:
+        parts.append("These modules are missing entirely; create them:\n\n"
+                     + "\n".join(f"- `{f}`" for f in removed_files) + "\n")
+    parts.append("## Interfaces to restore\n")
+    for i, e in enumerate(public, 1):
+        parts.append(render_interface(e, index, f"### {i}."))
+    if private:
+        parts.append("## Private helpers the original had (their shape is yours to choose)\n")
+        for e in private:
+            parts.append(f"- `{e.qualname}` in `{e.file}`: `{e.signature or e.qualname}`\n")
+    if ctx.usages:
+        parts.append("## Where the rest of the code base refers to them (as it was before the removal)\n")
+        parts.append("```\n" + "\n".join(ctx.usages) + "\n```\n")
+    parts.append("Do not change the tests; they will be run against your implementation.\n")
+    return "\n".join(p.rstrip("\n") + "\n" for p in parts).rstrip("\n") + "\n"

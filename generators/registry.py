@@ -16,6 +16,8 @@ STRATEGIES: Mapping[str, str] = {
     "stub": "generators.strategy_stub:StubStrategy",
     "delete": "generators.strategy_delete:DeleteStrategy",
     "module": "generators.strategy_module:ModuleStrategy",
+    "feature": "generators.strategy_feature:FeatureStrategy",
+    "compose": "generators.strategy_compose:ComposeStrategy",
 }
 
 

@@ -21,7 +21,7 @@ from taskforge.pipeline.stopping import stop_on_sigterm
 def generate(
     sources: Annotated[list[str], typer.Argument(help="Local path, git URL, or pypi:NAME==VERSION (several allowed).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Dataset folder (created, or continued if it exists).")],
-    strategies: Annotated[str, typer.Option(help="Comma-separated: stub,delete,module.")] = "stub,delete,module",
+    strategies: Annotated[str, typer.Option(help="Comma-separated: stub,delete,module,feature.")] = "stub,delete,module",
     max_tasks: Annotated[int | None, typer.Option(min=1, help="At most this many tasks per source.")] = None,
     jobs: Annotated[int | None, typer.Option(min=1, help="Parallel workers (1 = synchronous).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of every ranking tie-break and shuffle.")] = 0,
@@ -76,6 +76,7 @@ def generate(
         err_console.print(f"[bold red]error:[/] {escape(s.source)}: {escape(s.error)}", highlight=False,
                           soft_wrap=True)
     console.print(f"dataset: {out} ({sum(s.tasks for s in summaries)} tasks written this run)", highlight=False)
+    _statement_line(out)
     if as_json:
         print(json.dumps({"tasks": sum(s.tasks for s in summaries), "seconds": round(elapsed, 2), "out": str(out),
                           "sources": [s.to_dict() for s in summaries]}), flush=True)
@@ -130,16 +131,73 @@ def _emitter(progress: Progress) -> Any:
 
 def _table(summaries: list[Any], elapsed: float) -> Table:
     table = Table(title=f"taskforge generate ({elapsed / 60:.1f} min)")
-    for head in ("source", "candidates", "stub", "delete", "module", "rejection funnel", "min"):
+    for head in ("source", "candidates", "stub", "delete", "module", "feature", "rejection funnel", "min"):
         table.add_column(head, overflow="fold", justify="left" if head in ("source", "rejection funnel") else "right")
     for s in summaries:
         funnel = ", ".join(f"{k}={v}" for k, v in sorted(s.funnel.items(), key=lambda kv: -kv[1])) or "-"
         if s.error and not s.funnel:
             funnel = "[red]failed (see the error below)[/]"
-        table.add_row(s.source, str(s.candidates), *(str(s.accepted.get(k, 0)) for k in ("stub", "delete", "module")),
+        table.add_row(s.source, str(s.candidates),
+                      *(str(s.accepted.get(k, 0)) for k in ("stub", "delete", "module", "feature")),
                       funnel, f"{s.seconds / 60:.1f}")
     return table
 
 
+def _statement_line(out: Path) -> None:
+    """The share of statements the statement check had to complete, per repository and strategy."""
+    from generators.statement_check import flagged_line
+    from taskforge.core.errors import TaskforgeError
+    from taskforge.dataset.reader import Dataset
+
+    try:
+        line = flagged_line(Dataset.open(out).tasks())
+    except (TaskforgeError, OSError):
+        return
+    if line:
+        console.print(line, highlight=False, soft_wrap=True)
+
+
+def compose(
+    dataset: Annotated[Path, typer.Argument(help="Dataset folder written by `taskforge generate`.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Dataset folder for the composed tasks (may be DATASET).")],
+    k: Annotated[int, typer.Option(min=2, help="Validated tasks combined into one.")] = 2,
+    max_tasks: Annotated[int | None, typer.Option(min=1, help="At most this many composed tasks per repository.")] = None,
+    max_candidates: Annotated[int | None, typer.Option(min=1, help="Validate at most this many compositions per "
+                                                       "repository.", rich_help_panel=ADVANCED)] = None,
+    jobs: Annotated[int | None, typer.Option(min=1, help="Parallel workers (1 = synchronous).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the choice of parts.")] = 0,
+    sandbox: Annotated[str | None, typer.Option(help="local | docker | auto.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON summary object as the last line.")] = False,
+    work_dir: Annotated[Path | None, typer.Option(help="Work area that generated DATASET.", rich_help_panel=ADVANCED)] = None,
+) -> None:
+    """Combine k validated tasks of one repository into one task (tier 2 + k), validated as a task of its own."""
+    from taskforge.pipeline.compose import ComposeOptions
+    from taskforge.pipeline.compose import compose as run_compose
+    from taskforge.pipeline.executors import make_executor
+
+    with user_errors():
+        settings = settings_from(sandbox=sandbox, jobs=jobs, work_dir=work_dir, seed=seed)
+        options = ComposeOptions(k=k, max_tasks=max_tasks, max_candidates=max_candidates, seed=seed)
+        start = time.monotonic()
+        ex = make_executor(settings.executor, settings.jobs, settings.ray_address)
+        try:
+            with _progress() as progress:
+                summaries = run_compose(dataset, out, settings, options, ex, _emitter(progress))
+        finally:
+            ex.close()
+    elapsed = time.monotonic() - start
+    for s in summaries:
+        status = f"[red]{s.error}[/]" if s.error else ", ".join(f"{r}={n}" for r, n in sorted(s.funnel.items()))
+        console.print(f"{s.repo}: {s.tasks} composed tasks of {s.candidates} compositions ({status})",
+                      highlight=False, soft_wrap=True)
+    _statement_line(out)
+    if as_json:
+        print(json.dumps({"tasks": sum(s.tasks for s in summaries), "seconds": round(elapsed, 2), "out": str(out),
+                          "repos": [s.to_dict() for s in summaries]}), flush=True)
+    if any(s.error for s in summaries):
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
     app.command("generate")(generate)
+    app.command("compose")(compose)

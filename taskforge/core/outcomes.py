@@ -31,6 +31,7 @@ class RejectReason(enum.StrEnum):
     CHEATABLE = "cheatable"  # a cheap stand-in for the deleted code passes the hidden tests (the battery)
     TIMEOUT = "timeout"
     DUPLICATE = "duplicate"
+    UNDERSPECIFIED = "underspecified"  # the hidden tests check values nothing the agent sees determines
     INTERNAL_ERROR = "internal_error"  # a bug of ours; carries the exception text as detail
 
 

@@ -65,6 +65,14 @@ class Settings:
                                    "test_timeout_s): a deletion that makes the code loop costs minutes, not "
                                    "the flat limit.", 5.0)
     run_limit_margin_s: float = _doc("Seconds added to run_limit_factor x the baseline's suite time.", 60.0)
+    feature_min_entities: int = _doc("Strategy feature: fewest top-level entities a feature deletes.", 2)
+    feature_max_entities: int = _doc("Strategy feature: most top-level entities a feature deletes.", 40)
+    feature_max_lines: int = _doc("Strategy feature: most source lines a feature deletes.", 2000)
+    feature_max_files: int = _doc("Strategy feature: most files a feature spans.", 20)
+    compose_k: int = _doc("Composition: validated deletions combined into one task.", 2)
+    statement_max_undetermined: int = _doc("Reject a task whose hidden tests assert on more than this many "
+                                           "values nothing visible determines (after adding them to the "
+                                           "statement); -1 = never reject.", 6)
 
     @classmethod
     def load(cls, overrides: Mapping[str, Any] | None = None, config_file: Path | None = None) -> Settings:

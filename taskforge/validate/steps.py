@@ -194,8 +194,10 @@ class _Validation:
         reliable = profile.baseline.reliable
         t = time.monotonic()
         strategy = all_strategies()[self.cand.strategy]
-        entity = profile.index.entity(self.cand.entity)
-        deletion = strategy.delete(entity, profile.index, repo)
+        if hasattr(strategy, "delete_candidate"):  # a feature or a composition (protocol.ProfileStrategy)
+            deletion = strategy.delete_candidate(self.cand, profile)
+        else:
+            deletion = strategy.delete(profile.index.entity(self.cand.entity), profile.index, repo)
         if isinstance(deletion, Rejected):
             return self.reject(deletion.reason, deletion.detail)
         for path, text in deletion.files_after.items():
@@ -360,7 +362,7 @@ class _Validation:
     def _task(self, deletion: Any, original: Mapping[str, str | None], broken: Mapping[str, str | None],
               f2p: tuple[str, ...], p2p: tuple[str, ...], is_test: Any) -> Task | Rejected:
         return build_task(self.profile, self.cand, deletion, original, broken, f2p, p2p, is_test,
-                          self.job.provenance)
+                          self.job.provenance, self.settings)
 
     def _contract(self, task: Task, affected_p2p: tuple[str, ...], ws: Path) -> CandidateResult | None:
         """Empty patch scores 0 (F2P red), gold scores 1 — through the reward path, repeated (docstring)."""

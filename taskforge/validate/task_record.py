@@ -11,11 +11,13 @@ from taskforge.core.task import Task
 
 def build_task(profile: Any, cand: Any, deletion: Any, original: Mapping[str, str | None],
                broken: Mapping[str, str | None], f2p: tuple[str, ...], p2p: tuple[str, ...], is_test: Any,
-               job_provenance: Mapping[str, Any]) -> Task | Rejected:
-    """The ``Task`` record of a validated deletion (before the contract runs), or TRANSFORM_FAILED."""
+               job_provenance: Mapping[str, Any], settings: Any) -> Task | Rejected:
+    """The ``Task`` record of a validated deletion (before the contract runs), or TRANSFORM_FAILED /
+    UNDERSPECIFIED (the statement check could not make the statement enough for the hidden tests)."""
     import taskforge
     from generators.difficulty import difficulty_of
     from generators.problem_statement import write_statement
+    from generators.statement_check import check_statement
     from taskforge.core.patches import task_patches
 
     snap = profile.snapshot
@@ -25,6 +27,11 @@ def build_task(profile: Any, cand: Any, deletion: Any, original: Mapping[str, st
                         "the deletion produced an empty gold or test patch")
     difficulty = difficulty_of(deletion, len(f2p))
     statement = write_statement(deletion, profile.index, profile.repo_dir, repo=snap.name)
+    check = check_statement(statement, deletion.deleted, profile.index, profile.repo_dir, original, broken, is_test,
+                            settings.statement_max_undetermined, names_visible=deletion.strategy == "stub")
+    if check.rejected:
+        return Rejected(cand.candidate_id, RejectReason.UNDERSPECIFIED, check.rejected)
+    statement = check.statement
     instance_id = make_instance_id(snap.name, snap.version, deletion.strategy, deletion.target, patches)
     return Task(
         instance_id=instance_id, repo=snap.name, source=snap.source, base_commit=snap.commit,
@@ -34,7 +41,8 @@ def build_task(profile: Any, cand: Any, deletion: Any, original: Mapping[str, st
         pass_to_pass=tuple(p2p), env_spec=profile.spec, difficulty=difficulty,
         env_frozen=tuple(profile.env.frozen), image_name=str(profile.env.extra.get("image", "")),
         provenance={"taskforge_version": taskforge.__version__, "generator": deletion.strategy,
-                    "candidate": cand.to_dict(), **dict(job_provenance)},
+                    "candidate": cand.to_dict(), **dict(job_provenance),
+                    "statement_check": check.to_dict()},
     )
 
 
