@@ -20,6 +20,10 @@ STRATEGIES: Mapping[str, str] = {
     "compose": "generators.strategy_compose:ComposeStrategy",
 }
 
+# What ``taskforge generate`` runs unless told otherwise; the harder tiers (``feature``; ``compose`` via
+# ``taskforge compose``) are asked for by name, e.g. by the training loop's on-demand generation.
+DEFAULT_STRATEGIES: tuple[str, ...] = ("stub", "delete", "module")
+
 
 def make_strategy(name: str, registry: Mapping[str, str] = STRATEGIES) -> Strategy:
     """The strategy registered as ``name``; ``ConfigError`` naming the available ones otherwise."""

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from generators.registry import DEFAULT_STRATEGIES
 from sandboxes import reaper
 from taskforge.cli._common import ADVANCED, console, err_console, settings_from, user_errors
 from taskforge.pipeline.stopping import stop_on_sigterm
@@ -21,7 +22,7 @@ from taskforge.pipeline.stopping import stop_on_sigterm
 def generate(
     sources: Annotated[list[str], typer.Argument(help="Local path, git URL, or pypi:NAME==VERSION (several allowed).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Dataset folder (created, or continued if it exists).")],
-    strategies: Annotated[str, typer.Option(help="Comma-separated: stub,delete,module,feature.")] = "stub,delete,module",
+    strategies: Annotated[str, typer.Option(help="Comma-separated, from: stub,delete,module,feature (the harder tier: whole features a test group reaches).")] = ",".join(DEFAULT_STRATEGIES),
     max_tasks: Annotated[int | None, typer.Option(min=1, help="At most this many tasks per source.")] = None,
     jobs: Annotated[int | None, typer.Option(min=1, help="Parallel workers (1 = synchronous).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of every ranking tie-break and shuffle.")] = 0,

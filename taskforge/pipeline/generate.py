@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from generators.candidates import Candidate, interleave, propose
-from generators.registry import STRATEGIES
+from generators.registry import DEFAULT_STRATEGIES, STRATEGIES
 from taskforge.core.errors import ConfigError, TaskforgeError
 from taskforge.core.files import write_atomic
 from taskforge.core.outcomes import Rejected, RejectReason
@@ -45,7 +45,7 @@ Event = Callable[[str, dict[str, Any]], None]
 
 @dataclass(frozen=True, slots=True)
 class GenerateOptions:
-    strategies: tuple[str, ...] = tuple(STRATEGIES)
+    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
     max_tasks: int | None = None  # per source; None = every valid candidate
     max_candidates: int | None = None  # per source, after ranking; None = all
     seed: int = 0
