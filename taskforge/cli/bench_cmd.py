@@ -23,6 +23,7 @@ _BENCH_MODULES = {
     "docker-overhead": "taskforge.bench.docker_overhead",
     "generate": "taskforge.bench.generate",
     "reward-latency": "taskforge.bench.reward_latency",
+    "corpus": "taskforge.bench.corpus",
 }
 
 
