@@ -164,9 +164,12 @@ def write_reports(results: Sequence[PackageResult], meta: Mapping[str, Any], jso
 def run_corpus(packages: Sequence[Mapping[str, Any]], out: Path, *, budget_cpu_min: float, wall_factor: float,
                validate_cpu_min: float, plain: Mapping[str, int], resume: bool, json_out: Path, md_out: Path,
                meta: Mapping[str, Any], generate_args: Sequence[str] = (), stop_at: float | None = None,
-               say: Callable[[str], None] = print) -> list[PackageResult]:
+               say: Callable[[str], None] = print,
+               runner: Callable[..., PackageResult] | None = None) -> list[PackageResult]:
     """Every package in order; the reports are rewritten after each one. ``stop_at`` (epoch seconds):
-    start no package after it (the packages not run are left out of the reports)."""
+    start no package after it (the packages not run are left out of the reports). ``runner``: what runs
+    one package (default ``run_package``; tests pass a stand-in)."""
+    run_one = runner or run_package
     results: list[PackageResult] = []
     for pkg in packages:
         name = str(pkg["name"])
@@ -176,7 +179,7 @@ def run_corpus(packages: Sequence[Mapping[str, Any]], out: Path, *, budget_cpu_m
                 say(f"{name}: not started (--stop-at passed)")
                 continue
             say(f"{name} {pkg['version']}: generating (budget {budget_cpu_min:g} CPU-min)")
-            done = run_package(pkg, out, budget_cpu_min=budget_cpu_min, wall_factor=wall_factor,
+            done = run_one(pkg, out, budget_cpu_min=budget_cpu_min, wall_factor=wall_factor,
                                validate_cpu_min=validate_cpu_min, plain=plain, generate_args=generate_args, say=say)
             write_atomic(result_path(out, name), json.dumps(done.to_dict(), indent=1, sort_keys=True) + "\n",
                          durable=True)

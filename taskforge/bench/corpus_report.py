@@ -245,7 +245,8 @@ def render_markdown(results: Sequence[PackageResult], meta: Mapping[str, Any]) -
     t = targets(results)
     head = ("package", "size", "status", "pass tf/plain", "cand", "decided", "acc", "written s/d/m", "distinct",
             "holds", "CPU-min", "1st s", "gap s", "suite-eq/task", "top rejections")
-    lines = [f"# Corpus benchmark ({meta.get('label', '')})".rstrip(" ()") + "", "",
+    label = f" ({meta['label']})" if meta.get("label") else ""
+    lines = [f"# Corpus benchmark{label}", "",
              f"Command: `{meta.get('command', '')}`  ", f"Taskforge commit: {meta.get('commit', '?')}; "
              f"budget {meta.get('budget_cpu_min', '?')} CPU-min per package; started {meta.get('started', '?')}.",
              "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
