@@ -234,3 +234,17 @@ def test_wall_cap_and_a_detached_child_does_not_outlive_the_run(tmp_path: Path) 
     assert not _alive(int(pids.read_text()))
     run = run_tree(["sleep", "30"], cpu_cap_s=60, wall_cap_s=1.0, log=tmp_path / "log", poll_s=0.2, grace_s=1.0)
     assert run.status == "wall_cap" and run.wall_s < 10
+
+
+def test_cpu_of_short_process_chains_is_counted_once(tmp_path: Path) -> None:
+    # like a test run: root -> sh -> python, a chain that ends within one poll, many times over
+    busy = tmp_path / "busy.py"
+    busy.write_text("import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3:\n    pass\n")
+    code = ("import subprocess, sys, resource\n"
+            f"for _ in range(6): subprocess.run(['sh', '-c', sys.executable + ' {busy}; true'])\n"
+            "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+            "print(u.ru_utime + u.ru_stime)\n")
+    run = run_tree([sys.executable, "-c", code], cpu_cap_s=60, wall_cap_s=120, log=tmp_path / "log", poll_s=0.2)
+    children = float((tmp_path / "log").read_text().split()[-1])
+    assert run.status == "exited" and children >= 1.7
+    assert children <= run.cpu_s <= children + 1.0  # the root's own start-up on top, never the chains twice

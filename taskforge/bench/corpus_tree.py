@@ -6,7 +6,9 @@ process whose parent chain reaches the root, or that was seen in the tree once a
 child re-parented to PID 1 after its parent died still belongs to the run; its start time guards
 against PID reuse). Its CPU while running is the sum of ``utime + stime + cutime + cstime`` of the live
 members, plus the last reading of members that died while their parent was outside the tree (nobody
-in the tree reaps them, so no ``cutime`` picks them up). The final figure is the root's own rusage from
+in the tree reaps them, so no ``cutime`` picks them up). A member whose parent was a member when last
+seen is reaped by it, so its CPU is already in that parent's ``cutime`` (counting it again would count
+every test run twice: the sandbox, its jail and pytest end within one poll). The final figure is the root's own rusage from
 ``wait4`` (the root and every descendant it reaped) plus the escaped members' last readings.
 
 On the cap (or the wall limit) the root gets SIGTERM (taskforge can flush what it has), then after a
@@ -79,9 +81,12 @@ class _Tree:
                 if pid not in inside and (ppid in inside or self.members.get(pid) == stats[pid][1]):
                     inside.add(pid)
                     changed = True
+        known = set(self.members)
         for pid in list(self.members):
             if pid not in stats or stats[pid][1] != self.members[pid]:  # gone (or its pid reused)
-                if self.parent.get(pid) not in inside:
+                # its parent when last seen reaps it: a member (its CPU moves into that member's cutime,
+                # even when the parent died since, after reaping it) or an outsider (PID 1, a subreaper)
+                if pid != self.root and self.parent.get(pid) not in known:  # the root: its rusage, from wait4
                     self.escaped_cpu += self.last_cpu.get(pid, 0.0)
                 del self.members[pid]
                 self.last_cpu.pop(pid, None)
@@ -127,7 +132,7 @@ class _Tree:
 
 def run_tree(argv: list[str], *, cpu_cap_s: float, wall_cap_s: float, log: Path,
              cwd: Path | None = None, env: Mapping[str, str] | None = None, poll_s: float = 1.0,
-             grace_s: float = 20.0) -> TreeRun:
+             grace_s: float = 10.0) -> TreeRun:
     """Run ``argv`` (stdout+stderr to ``log``) until it exits, its tree spends ``cpu_cap_s`` CPU seconds
     or ``wall_cap_s`` pass; the whole tree is gone when this returns."""
     log.parent.mkdir(parents=True, exist_ok=True)
