@@ -25,6 +25,7 @@ _BENCH_MODULES = {
     "reward-latency": "taskforge.bench.reward_latency",
     "session": "taskforge.bench.session",
     "feedback": "taskforge.bench.feedback",
+    "corpus": "taskforge.bench.corpus",
 }
 
 
