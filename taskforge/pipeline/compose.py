@@ -29,11 +29,10 @@ from taskforge.core.settings import Settings
 from taskforge.core.task import Task
 from taskforge.pipeline.executors import Executor
 from taskforge.pipeline.generate import (
-    JOURNAL_DIR,
     Event,
     ProfileJob,
     _journal_path,
-    _read_journal,
+    open_journal,
     profile_source,
     select_tasks,
 )
@@ -121,13 +120,7 @@ def compose_repo(tasks: Sequence[Task], out: Path, settings: Settings, options: 
             "compose with the work area (--work-dir) that generated them"))
     limit = options.max_candidates or (3 * options.max_tasks if options.max_tasks else 30)
     order = compositions(tasks, options.k, options.seed, limit)
-    journal = out / JOURNAL_DIR / prof.snapshot.slug
-    journal.mkdir(parents=True, exist_ok=True)
-    results: dict[str, CandidateResult] = {}
-    for cand in order:
-        done = _read_journal(_journal_path(journal, cand.candidate_id))
-        if done is not None:
-            results[cand.candidate_id] = done
+    journal, results = open_journal(out, prof.snapshot.slug, order)
     emit("candidates", {"source": first.source, "total": len(order), "done": len(results)})
     provenance = {"seed": options.seed, "strategies": ["compose"], "k": options.k, "max_tasks": options.max_tasks,
                   "sandbox": settings.sandbox, "validation_repeats": settings.validation_repeats,

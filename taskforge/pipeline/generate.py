@@ -152,6 +152,18 @@ def _read_journal(path: Path) -> CandidateResult | None:
         return None  # a torn or foreign file: the candidate is simply validated again
 
 
+def open_journal(out: Path, slug: str, order: Sequence[Any]) -> tuple[Path, dict[str, CandidateResult]]:
+    """The journal folder of one source in ``out`` and the verdicts it already holds for ``order``."""
+    journal = out / JOURNAL_DIR / slug
+    journal.mkdir(parents=True, exist_ok=True)
+    results: dict[str, CandidateResult] = {}
+    for cand in order:
+        done = _read_journal(_journal_path(journal, cand.candidate_id))
+        if done is not None:
+            results[cand.candidate_id] = done
+    return journal, results
+
+
 def select_tasks(order: Sequence[Candidate], results: dict[str, CandidateResult],
                  max_tasks: int | None) -> tuple[list[CandidateResult], bool]:
     """The first ``max_tasks`` accepted results in candidate order; True when that choice is final."""
@@ -188,13 +200,7 @@ def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: 
     order = interleave(candidates, options.strategies)
     if options.max_candidates is not None:
         order = order[: options.max_candidates]
-    journal = out / JOURNAL_DIR / prof.snapshot.slug
-    journal.mkdir(parents=True, exist_ok=True)
-    results: dict[str, CandidateResult] = {}
-    for cand in order:
-        done = _read_journal(_journal_path(journal, cand.candidate_id))
-        if done is not None:
-            results[cand.candidate_id] = done
+    journal, results = open_journal(out, prof.snapshot.slug, order)
     emit("candidates", {"source": profile.source, "total": len(order), "done": len(results)})
 
     provenance = {"seed": options.seed, "strategies": list(options.strategies), "max_tasks": options.max_tasks,
