@@ -29,16 +29,16 @@ P, F, S, E, XF, XP = Outcome.PASSED, Outcome.FAILED, Outcome.SKIPPED, Outcome.ER
 
 def test_baseline_classifies_consistent_and_inconsistent_tests() -> None:
     runs = [
-        report(("a", P), ("b", F), ("c", S), ("d", P), ("e", XF), ("f", E), ("g", P)),
-        report(("a", P), ("b", F), ("c", S), ("d", F), ("e", XF), ("f", F), ("g", P), ("h", P)),
-        report(("a", P), ("b", E), ("c", S), ("d", P), ("e", P), ("f", XP)),
+        report(("a", P), ("b", F), ("c", S), ("d", P), ("e", XF), ("f", E), ("g", P), ("x", XF)),
+        report(("a", P), ("b", F), ("c", S), ("d", F), ("e", XF), ("f", F), ("g", P), ("h", P), ("x", XF)),
+        report(("a", P), ("b", E), ("c", S), ("d", P), ("e", P), ("f", XP), ("x", XF)),
     ]
     b = compute_baseline(runs)
-    assert b.passed == {"a", "e"}  # xfailed and passed are both "ok"
+    assert b.passed == {"a"}  # an xfailed test is never graded as passed (click's xfail in PASS_TO_PASS)
     assert b.failed == {"b", "f"} == b.broken  # failed/error/xpassed in every run
-    assert b.skipped == {"c"}
-    assert b.flaky == {"d", "g", "h"}  # changed outcome, or missing from a run
-    assert b.counts() == {"passed": 2, "failed": 2, "flaky": 3, "skipped": 1}
+    assert b.skipped == {"c", "x"}  # skipped or xfailed in every run
+    assert b.flaky == {"d", "e", "g", "h"}  # changed outcome, or missing from a run
+    assert b.counts() == {"passed": 1, "failed": 2, "flaky": 4, "skipped": 2}
     assert Baseline.from_dict(json.loads(json.dumps(b.to_dict()))) == b
 
 

@@ -77,12 +77,12 @@ def load_corpus(path: Path, only: Sequence[str] = ()) -> list[dict[str, Any]]:
 
 
 def load_plain(path: Path) -> dict[str, int]:
-    """Plain pytest's pass count (passed + xfailed) per canonical package name; {} without the file."""
+    """Plain pytest's pass count (passed) per canonical package name; {} without the file."""
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return {}
-    return {canonical(k): int(v.get("passed", 0)) + int(v.get("xfailed", 0)) for k, v in data.items()}
+    return {canonical(k): int(v.get("passed", 0)) for k, v in data.items()}
 
 
 def _env() -> dict[str, str]:

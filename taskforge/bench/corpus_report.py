@@ -6,8 +6,8 @@ point, and from runs of older and newer taskforge versions alike (BEFORE/AFTER t
 
 Definitions (the targets of issue 19):
 
-- **pass count**: reliable passing tests of the profile's baseline (passed or xfailed in every run) vs
-  ``passed + xfailed`` of plain pytest in a fresh venv (``datasets/corpus/plain_pytest.json``).
+- **pass count**: reliable passing tests of the profile's baseline (passed in every run; an xfailed test is never
+  graded as passed, so it is not reliable) vs ``passed`` of plain pytest in a fresh venv (``datasets/corpus/plain_pytest.json``).
 - **distinct entities**: tasks keyed by the sorted tuple of entities they delete; a stub and a delete
   task of the same function (twins) count once.
 - **decided candidate**: one journal file (``OUT/.journal/<repo>/*.json``), its time its mtime.

@@ -25,7 +25,8 @@ from taskforge.core.testreport import Outcome, TestReport
 SCHEMA_VERSION = 1
 
 _CLASS = {
-    Outcome.PASSED: "passed", Outcome.XFAILED: "passed",
+    # an xfailed test never counts as passed where it is graded (``Outcome.ok``), so it is not reliable
+    Outcome.PASSED: "passed", Outcome.XFAILED: "skipped",
     Outcome.FAILED: "failed", Outcome.ERROR: "failed", Outcome.XPASSED: "failed",
     Outcome.SKIPPED: "skipped", Outcome.MISSING: "missing",
 }
@@ -34,10 +35,10 @@ _CLASS = {
 @dataclass(frozen=True, slots=True)
 class Baseline:
     runs: int
-    passed: frozenset[str]  # ok (passed or xfailed) in every run: the reliable tests
+    passed: frozenset[str]  # passed in every run: the reliable tests
     failed: frozenset[str]  # failed/errored/xpassed in every run: broken on pristine code
     flaky: frozenset[str]  # outcome class changed between runs, or missing from some run
-    skipped: frozenset[str]  # skipped in every run
+    skipped: frozenset[str]  # skipped or xfailed in every run
     durations: Mapping[str, float] = field(default_factory=dict)  # median seconds per test
     collection_errors: tuple[str, ...] = ()  # files pytest could not collect (union over runs)
     run_seconds: tuple[float, ...] = ()  # wall time of each run
