@@ -5,8 +5,8 @@ runs, and the runner imports coverage. A project that is one of them cannot be t
 this runner: the runner would import the workspace copy, so every deleted entity breaks pytest itself
 and no candidate can ever be accepted (pluggy 1.7.0: 0 tasks from 232 candidates, exit 0, no warning).
 ``runner_distributions`` computes that set from the environment (``importlib.metadata`` of ``pytest``,
-``coverage``, every installed ``pytest11`` plugin, and their requirements, transitively, among what is
-installed); ``refusal`` turns a hit into the one-line reason the sandbox raises. Standard library only.
+``coverage`` and their requirements, transitively, among what is installed, plus every installed
+``pytest11`` plugin itself); ``refusal`` turns a hit into the one-line reason the sandbox raises. Standard library only.
 """
 
 from __future__ import annotations
@@ -27,10 +27,13 @@ def runner_distributions(site_dirs: Iterable[Path]) -> dict[str, str]:
     dists = {normalise_name(d.metadata["Name"] or ""): d
              for d in metadata.distributions(path=[str(p) for p in site_dirs]) if d.metadata["Name"]}
     roots = [r for r in RUNNER_ROOTS if r in dists]
-    for name, dist in dists.items():
-        if any(ep.group == "pytest11" for ep in dist.entry_points):
-            roots.append(name)  # a plugin pytest loads at start-up
     chain: dict[str, str] = {r: r for r in roots}
+    for name, dist in dists.items():
+        if name not in chain and any(ep.group == "pytest11" for ep in dist.entry_points):
+            # a plugin pytest loads at start-up; its requirements are not followed: plugins import their
+            # package lazily (hypothesis's plugin imports hypothesis, and so attrs, only when a test uses it),
+            # so a deletion in attrs breaks attrs' own hypothesis tests, never the runner
+            chain[name] = name
     todo = list(roots)
     while todo:
         name = todo.pop()

@@ -84,9 +84,13 @@ def test_runner_dependencies_come_from_the_environment_metadata(tmp_path: Path) 
     dist("pytest_mockish", ["mockdep>=1"], plugin=True)
     dist("mockdep", [])
     dist("Jinja2", ["MarkupSafe"])
+    dist("hypothesis", ["attrs>=22.2.0", "sortedcontainers"], plugin=True)
+    dist("attrs", [])
     chain = runner_distributions([tmp_path])
-    assert chain["pluggy"] == "pytest -> pluggy" and chain["mockdep"] == "pytest-mockish -> mockdep"
+    assert chain["pluggy"] == "pytest -> pluggy" and chain["pytest-mockish"] == "pytest-mockish"
     assert "argcomplete" not in chain and "jinja2" not in chain
+    assert "mockdep" not in chain and "attrs" not in chain  # a plugin's own requirements load lazily
+    assert refusal("attrs", [tmp_path]) == ""  # attrs with hypothesis installed is testable
     assert "pytest -> pluggy" in refusal("pluggy", [tmp_path])
     assert refusal("Jinja2", [tmp_path]) == ""
     assert refusal("pytest-mockish", [tmp_path]) == ""  # a plugin of its own: its tests load it
