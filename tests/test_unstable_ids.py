@@ -37,6 +37,7 @@ def test_memory_address_and_todays_date_ids_are_flaky_even_when_runs_agree() -> 
 
 
 def test_addresses_outside_the_parameters_do_not_count() -> None:
-    runs = [report("tests/test_0xdeadbeef00.py::test_x")]
+    runs = [report("tests/test_0xdeadbeef00.py::test_x", "t.py::test_numeric_literal[0x123abc-1194684]")]
     assert unstable_ids(runs) == frozenset()
-    assert compute_baseline(runs).passed == {"tests/test_0xdeadbeef00.py::test_x"}
+    assert compute_baseline(runs).passed == {"tests/test_0xdeadbeef00.py::test_x",
+                                             "t.py::test_numeric_literal[0x123abc-1194684]"}  # jinja2's hex literal

@@ -84,7 +84,7 @@ class Baseline:
         )
 
 
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{9,}")  # an object address (0x7f3a2b1c9d10), not a hex literal (0x123abc)
 
 
 def unstable_ids(reports: Sequence[TestReport], today: datetime.date | None = None) -> frozenset[str]:
