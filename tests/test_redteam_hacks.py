@@ -101,7 +101,7 @@ def _grade_isolated(ds: GeneratedDataset, task: Task, backend: str, patch: str, 
 def graded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Graded:
     backend, package = request.param
     ds = generated_dataset(package)
-    task = ds.tasks()[0]
+    task = hack_task(ds)
     base = tmp_path_factory.mktemp(f"hacks-{backend}-{package.split('==')[0]}")
     target = Target.from_task(task, ds.trees, base / "workspace")
     sandbox = _sandbox(backend)
@@ -150,6 +150,13 @@ def test_hack(graded: Graded, hack: Hack) -> None:
 
 # ---- the catalogue itself -----------------------------------------------------------------------------
 
+def hack_task(ds: object) -> Task:
+    """The first task that re-implements one function: the hacks replace one body (a class stub with several
+    methods, e.g. cachetools' ``_DefaultSize``, would test the hack's plumbing, not the reward)."""
+    tasks = ds.tasks()  # type: ignore[attr-defined]
+    return next((t for t in tasks if len(t.entities) == 1), tasks[0])
+
+
 def _added_lines(patch: str) -> set[str]:
     return {ln[1:].strip() for ln in patch.splitlines() if ln.startswith("+") and not ln.startswith("+++")}
 
@@ -187,9 +194,10 @@ def test_catalogue_patches_apply(tmp_path: Path) -> None:
 @pytest.mark.parametrize("package", REAL_PACKAGES)
 def test_catalogue_implements_nothing_on_real_targets(package: str, tmp_path: Path) -> None:
     ds = generated_dataset(package)
-    task = ds.tasks()[0]
+    task = hack_task(ds)
     target = Target.from_task(task, ds.trees, tmp_path / "ws")
-    gold = {ln for ln in _added_lines(task.patch) if len(ln) > 12 and not re.match(r"^[#\"']", ln)}
+    # lines of the gold body long enough to be its own (``if result is not None:`` is anybody's)
+    gold = {ln for ln in _added_lines(task.patch) if len(ln) > 24 and not re.match(r"^[#\"']", ln)}
     for h in HACKS:
         assert not gold & _added_lines(h.make(target)), h.name
 
@@ -209,7 +217,7 @@ def test_channel_forgers_trip_the_canaries_without_the_monitor(package: str, tmp
     from taskforge.core.settings import Settings
 
     ds = generated_dataset(package)
-    task = ds.tasks()[0]
+    task = hack_task(ds)
     target = Target.from_task(task, ds.trees, tmp_path / "ws")
     settings = Settings.load({"sandbox": "local", "monitor_zero": False})
     results = reward_many([(task, HACKS_BY_NAME[n].make(target)) for n in FORGERS], sandbox=_sandbox("local"),  # type: ignore[arg-type]

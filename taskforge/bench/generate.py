@@ -161,6 +161,9 @@ class _TaskSink:
     def add(self, task: Any) -> None:
         self.tasks.append(task)
 
+    def flush(self) -> None:
+        return None
+
     def record_run(self, *args: Any) -> None:
         return None
 
