@@ -44,6 +44,26 @@ def _apply(tree: Path, patch: str, what: str) -> None:
     assert res.returncode == 0, f"{what}: {res.stderr}"
 
 
+def reverify_plainly(task, archive: Path, python: Path, tmp_path: Path) -> None:
+    """The task holds with plain tools: sdist + ``git apply`` + ``pytest``: P2P green on the broken tree,
+    F2P red once the tests are back, everything green with the gold patch."""
+    ws = tmp_path / task.instance_id
+    ws.mkdir()
+    with tarfile.open(archive) as tar:
+        tar.extractall(ws, filter="data")
+    tree = ws / f"{PACKAGE}-{VERSION}"
+    _apply(tree, task.setup_patch, f"setup_patch of {task.instance_id}")
+    p2p = _pytest(python, tree, task.pass_to_pass)
+    assert {n: p2p.get(n, "missing") for n in task.pass_to_pass} == dict.fromkeys(task.pass_to_pass, "passed")
+    _apply(tree, task.test_patch, f"test_patch of {task.instance_id}")
+    f2p = _pytest(python, tree, task.fail_to_pass)
+    assert all(f2p.get(n, "missing") != "passed" for n in task.fail_to_pass), task.instance_id
+    _apply(tree, task.patch, f"patch of {task.instance_id}")
+    both = (*task.fail_to_pass, *task.pass_to_pass)
+    green = _pytest(python, tree, both)
+    assert {n: green.get(n, "missing") for n in both} == dict.fromkeys(both, "passed")
+
+
 @pytest.fixture(scope="module")
 def sdist_and_venv(tmp_path_factory):
     root = tmp_path_factory.mktemp("plain")
@@ -67,19 +87,4 @@ def test_generated_tasks_hold_under_plain_git_apply_and_plain_pytest(tmp_path, s
                          SyncExecutor())
     assert not summaries[0].error and summaries[0].tasks == 2
     for task in Dataset.open(out).tasks():
-        ws = tmp_path / task.instance_id
-        ws.mkdir()
-        with tarfile.open(archive) as tar:
-            tar.extractall(ws, filter="data")
-        tree = ws / f"{PACKAGE}-{VERSION}"
-
-        _apply(tree, task.setup_patch, f"setup_patch of {task.instance_id}")
-        p2p = _pytest(python, tree, task.pass_to_pass)
-        assert {n: p2p.get(n, "missing") for n in task.pass_to_pass} == dict.fromkeys(task.pass_to_pass, "passed")
-        _apply(tree, task.test_patch, f"test_patch of {task.instance_id}")
-        f2p = _pytest(python, tree, task.fail_to_pass)
-        assert all(f2p.get(n, "missing") != "passed" for n in task.fail_to_pass), task.instance_id
-        _apply(tree, task.patch, f"patch of {task.instance_id}")
-        both = (*task.fail_to_pass, *task.pass_to_pass)
-        green = _pytest(python, tree, both)
-        assert {n: green.get(n, "missing") for n in both} == dict.fromkeys(both, "passed")
+        reverify_plainly(task, archive, python, tmp_path)

@@ -8,10 +8,8 @@ everything passes. The composed task also holds under the reward path (``taskfor
 
 from __future__ import annotations
 
-import tarfile
-
 import pytest
-from test_generate_realrepo import PACKAGE, VERSION, _apply, _pytest, sdist_and_venv  # noqa: F401
+from test_generate_realrepo import PACKAGE, VERSION, reverify_plainly, sdist_and_venv  # noqa: F401
 
 from taskforge.core.settings import Settings
 from taskforge.dataset.reader import Dataset
@@ -49,18 +47,4 @@ def test_feature_and_composed_tasks_hold_and_reverify_with_plain_git_and_pytest(
     assert gold.score == 1.0 and empty.score == 0.0 and empty.fraction == 0.0
 
     for task in (*features, combo):
-        ws = tmp_path / task.instance_id
-        ws.mkdir()
-        with tarfile.open(archive) as tar:
-            tar.extractall(ws, filter="data")
-        tree = ws / f"{PACKAGE}-{VERSION}"
-        _apply(tree, task.setup_patch, f"setup_patch of {task.instance_id}")
-        p2p = _pytest(python, tree, task.pass_to_pass)
-        assert {n: p2p.get(n, "missing") for n in task.pass_to_pass} == dict.fromkeys(task.pass_to_pass, "passed")
-        _apply(tree, task.test_patch, f"test_patch of {task.instance_id}")
-        f2p = _pytest(python, tree, task.fail_to_pass)
-        assert all(f2p.get(n, "missing") != "passed" for n in task.fail_to_pass), task.instance_id
-        _apply(tree, task.patch, f"patch of {task.instance_id}")
-        both = (*task.fail_to_pass, *task.pass_to_pass)
-        green = _pytest(python, tree, both)
-        assert {n: green.get(n, "missing") for n in both} == dict.fromkeys(both, "passed")
+        reverify_plainly(task, archive, python, tmp_path)
