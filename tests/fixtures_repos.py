@@ -74,7 +74,8 @@ def test_setup_error(broken_fixture):
 FLAKY_TEST = '''\
 from pathlib import Path
 
-COUNTER = Path(__file__).resolve().parent / ".flaky.count"  # in the workspace: a confined run writes only there
+# in the workspace root: a confined run writes only in the workspace, and its test directories are read-only
+COUNTER = Path(__file__).resolve().parents[1] / ".flaky.count"
 
 
 def test_flaky():
