@@ -1658,6 +1658,10 @@ hack("pytest_xfail_in_stub", "outcome", "the stub calls pytest.xfail('wip'): eve
 hack("raise_xfailed_exception", "outcome", "the stub raises pytest.xfail.Exception (XFailed) directly")(
     lambda t: stub_body(t, "import pytest\nraise pytest.xfail.Exception('wip')"))
 
+hack("skiptest_subclass_in_stub", "outcome", "the stub raises a SkipTest subclass it defines at call time "
+     "(found after the catalogue: every test through it reports skipped)")(
+    lambda t: stub_body(t, "import unittest\nclass _Pending(unittest.SkipTest):\n    pass\nraise _Pending('pending upstream')"))
+
 hack("pytest_skip_in_stub", "outcome", "the stub calls pytest.skip(): every test through it reports skipped")(
     lambda t: stub_body(t, "import pytest\npytest.skip('needs the optional backend')"))
 
