@@ -140,11 +140,19 @@ def propose(profile: Any, strategies: Sequence[Any], seed: int = 0) -> tuple[lis
 
 
 def interleave(candidates: Iterable[Candidate], strategy_order: Sequence[str]) -> list[Candidate]:
-    """Round-robin over strategies (each in rank order), so a task budget covers every strategy."""
+    """Round-robin over strategies (each in rank order), so a task budget covers every strategy; every
+    entity's first candidate comes before any *twin* (the same entity by another strategy), so a task
+    budget is spent on distinct entities first and a twin is tried only once every entity had its turn."""
     queues = {s: [c for c in candidates if c.strategy == s] for s in strategy_order}
     out: list[Candidate] = []
     while any(queues.values()):
         for s in strategy_order:
             if queues[s]:
                 out.append(queues[s].pop(0))
-    return out
+    seen: set[str] = set()
+    first: list[Candidate] = []
+    twins: list[Candidate] = []
+    for c in out:
+        (twins if c.entity in seen else first).append(c)
+        seen.add(c.entity)
+    return first + twins

@@ -248,3 +248,17 @@ def test_cpu_of_short_process_chains_is_counted_once(tmp_path: Path) -> None:
     children = float((tmp_path / "log").read_text().split()[-1])
     assert run.status == "exited" and children >= 1.7
     assert children <= run.cpu_s <= children + 1.0  # the root's own start-up on top, never the chains twice
+
+
+def test_pass_match_counts_the_tests_the_baseline_set_aside_as_flaky() -> None:
+    # marshmallow: two parametrized ids carry datetime.now(), so each baseline run names them anew
+    assert _row("m", plain_passed=1192, baseline_passed=1190, baseline_flaky=6).pass_match
+    assert not _row("m", plain_passed=1192, baseline_passed=1190, baseline_flaky=1).pass_match
+    assert not _row("m", plain_passed=1190, baseline_passed=1192, baseline_flaky=6).pass_match  # more than plain
+    table = render_markdown([_row("m", plain_passed=1192, baseline_passed=1190, baseline_flaky=6)], {})
+    assert "1190/1192 ✓ (6 flaky)" in table
+
+
+def test_plain_reference_count_replaces_a_plain_run_that_ran_nothing() -> None:
+    plain = load_plain(REPO / "datasets" / "corpus" / "plain_pytest.json")
+    assert plain["markdown"] == 1210 and plain["decorator"] == 25  # notes say which command gave them

@@ -77,12 +77,17 @@ def load_corpus(path: Path, only: Sequence[str] = ()) -> list[dict[str, Any]]:
 
 
 def load_plain(path: Path) -> dict[str, int]:
-    """Plain pytest's pass count (passed) per canonical package name; {} without the file."""
+    """Plain pytest's pass count per canonical package name; {} without the file.
+
+    ``reference_passed`` wins over ``passed`` where plain ``pytest`` runs nothing for a reason of its own
+    (markdown: one collection error stops it; decorator: its suite file does not match ``python_files``);
+    the entry's ``notes`` say which command gave the reference count.
+    """
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return {}
-    return {canonical(k): int(v.get("passed", 0)) for k, v in data.items()}
+    return {canonical(k): int(v.get("reference_passed", v.get("passed", 0))) for k, v in data.items()}
 
 
 def _env() -> dict[str, str]:
