@@ -29,7 +29,7 @@ import string
 import tarfile
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ import docker.errors
 import requests.exceptions
 
 from sandboxes.install_plan import InstallAttempt, InstallStep, fallback_notes, install_steps
+from sandboxes.runner_deps import refusal_in, runner_chain
 from taskforge.core.environment import EnvSpec, PreparedEnv
 from taskforge.core.errors import EnvironmentBuildError, SandboxError
 from taskforge.core.settings import Settings
@@ -66,10 +67,12 @@ class Resolution:
     python_version: str
     project: Mapping[str, Any]  # {"name", "version"}; empty when not installable
     dist_info: bytes = b""  # tar of "dist-info/<name>-<version>.dist-info/..." (metadata only)
+    requires: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # name -> Requires-Dist, project too
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], dist_info: bytes = b"") -> Resolution:
-        return cls(tuple(d["pins"]), str(d["python_version"]), dict(d.get("project") or {}), dist_info)
+        return cls(tuple(d["pins"]), str(d["python_version"]), dict(d.get("project") or {}), dist_info,
+                   {k: tuple(v) for k, v in (d.get("requires") or {}).items()})
 
 
 def env_image_tag(spec: EnvSpec, repo_dir: Path, base_image_id: str) -> str:
@@ -179,6 +182,8 @@ class EnvImages:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("w") as log:
             resolution, spec = self._resolve_with_fallback(spec, repo_dir, log, log_path)
+            if why := refusal_in(spec.project_name, runner_chain(resolution.requires)):
+                raise EnvironmentBuildError(why)  # before an image is built: a one-line reason, never 0 tasks
             prepared = PreparedEnv(
                 spec=spec, backend="docker", location=tag, python_version=resolution.python_version,
                 frozen=resolution.pins, install_log="", build_seconds=0.0,

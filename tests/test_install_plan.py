@@ -95,3 +95,17 @@ def test_runner_dependencies_come_from_the_environment_metadata(tmp_path: Path) 
     assert refusal("Jinja2", [tmp_path]) == ""
     assert refusal("pytest-mockish", [tmp_path]) == ""  # a plugin of its own: its tests load it
     assert refusal("pytest", [tmp_path]) != ""
+
+
+def test_runner_chain_from_a_pip_report_refuses_what_pytest_requires() -> None:
+    """The docker resolve container reports ``requires_dist`` per distribution; the chain is the same."""
+    from sandboxes.runner_deps import refusal_in, runner_chain
+
+    requires = {"pytest": ["iniconfig>=1", "packaging", "pluggy<2,>=1.5", "pygments>=2.7.2",
+                           "argcomplete; extra == \"dev\""],
+                "iniconfig": [], "packaging": [], "pluggy": [], "Pygments": [], "argcomplete": [],
+                "coverage": ["tomli; python_full_version <= \"3.11.0a6\""], "attrs": []}
+    chain = runner_chain(requires)
+    assert chain["pygments"] == "pytest -> pygments" and "argcomplete" not in chain and "attrs" not in chain
+    assert "pytest -> pluggy" in refusal_in("pluggy", chain)
+    assert refusal_in("attrs", chain) == "" and refusal_in("unknown", chain) == ""

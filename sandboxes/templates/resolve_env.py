@@ -4,7 +4,8 @@
 
 request: {"install_target": ".[tests]" | "", "requirements": [...], "project_name": "..."}; the
 repository is the current directory. Writes {"pins": ["name==version", ...], "python_version": "3.11.2",
-"project": {"name", "version"}}: the project itself is never in "pins". When there is an install target,
+"project": {"name", "version"}, "requires": {name: [Requires-Dist, ...]}}: the project itself is never in
+"pins"; "requires" covers it too (the host reads the test runner's own dependencies from it). When there is an install target,
 the project is also installed (without dependencies) into this throwaway venv, and its ``.dist-info``
 alone (``RECORD`` cut down to the metadata, no module) is left in /tf/out/dist-info for the image.
 """
@@ -35,9 +36,10 @@ def canonical(name):
     return name.lower().replace("_", "-").replace(".", "-")
 
 
-pins, project = [], {}
+pins, project, requires = [], {}, {}
 for item in report["install"]:
     meta = item["metadata"]
+    requires[canonical(meta["name"])] = list(meta.get("requires_dist") or [])
     url = item.get("download_info", {}).get("url", "")
     local = url.startswith("file://") and "dir_info" in item.get("download_info", {})
     if local or canonical(meta["name"]) == canonical(request["project_name"]):
@@ -62,6 +64,6 @@ if project and request["install_target"]:
             for leftover in os.listdir(os.path.join("/tf/out/dist-info", entry)):
                 if leftover == "direct_url.json":  # names the build path, nothing the tests need
                     os.unlink(os.path.join("/tf/out/dist-info", entry, leftover))
-json.dump({"pins": sorted(pins, key=str.lower), "python_version": platform.python_version(), "project": project},
-          open(sys.argv[2], "w"))
+json.dump({"pins": sorted(pins, key=str.lower), "python_version": platform.python_version(), "project": project,
+           "requires": requires}, open(sys.argv[2], "w"))
 print(f"resolved {len(pins)} pins; project: {project.get('name', '-')} {project.get('version', '')}")
