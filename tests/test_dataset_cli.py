@@ -53,6 +53,15 @@ def test_show_table_and_one_task(dataset: Path) -> None:
     assert missing.exit_code == 1 and "no task 'mini__nope'" in missing.output
 
 
+def test_show_in_a_narrow_terminal_folds_ids_and_keeps_the_short_columns(dataset: Path) -> None:
+    result = runner.invoke(app, ["show", str(dataset), "--repo", "mini"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "strategy" in result.output and "audit" in result.output  # headers not squeezed to "st"
+    cells = "".join(line.split("│")[1].strip() for line in result.output.splitlines() if line.count("│") > 2)
+    assert "mini__delete__mini.calc.mul-1a2b3c4d" in cells  # the id, folded, is whole: no "…"
+    assert "…" not in result.output
+
+
 def test_stats_json_counts_and_funnel(dataset: Path) -> None:
     result = runner.invoke(app, ["stats", str(dataset), "--json"])
     assert result.exit_code == 0, result.output

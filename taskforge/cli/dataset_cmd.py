@@ -56,8 +56,11 @@ def show(
         rows = ds.table(columns=cols, where=_where(repo, strategy, tier)).to_pylist()
     table = Table(title=f"{dataset}: {len(rows)} of {len(ds)} tasks")
     for col in ("instance id", "repo", "strategy", "tier", "score", "F2P", "P2P", "audit"):
+        # an id is shown whole, never "…": in a narrow terminal it folds onto more lines, the short columns keep
+        # their width (they were squeezed to two letters a line before)
+        short = col != "instance id"
         table.add_column(col, justify="right" if col in ("tier", "score", "F2P", "P2P") else "left",
-                         overflow="fold", no_wrap=col == "instance id")  # an id is shown whole, never "…"
+                         overflow="fold", no_wrap=short, min_width=len(col) if short else 16)
     for r in sorted(rows, key=lambda r: r["instance_id"])[:limit]:
         table.add_row(r["instance_id"], r["repo"], r["strategy"], str(r["difficulty_tier"]),
                       f"{r['difficulty_score']:.2f}", str(len(json.loads(r["FAIL_TO_PASS"]))),
