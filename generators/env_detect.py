@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import fnmatch
 import hashlib
 import re
 import shlex
@@ -225,6 +226,16 @@ def _rel(repo: Path, p: Path) -> str:
     return p.relative_to(repo).as_posix()
 
 
+_TEST_DEF = re.compile(r"^(?:\s*(?:async\s+)?def test\w*\s*\(|class Test\w*\b|class \w+\(.*TestCase\))", re.MULTILINE)
+
+
+def _defines_tests(path: Path) -> bool:
+    try:
+        return path.name != "conftest.py" and bool(_TEST_DEF.search(path.read_text(errors="replace")))
+    except OSError:
+        return False
+
+
 def _is_test_name(filename: str) -> bool:
     return filename.startswith("test_") or filename.endswith("_test.py") or filename == "tests.py"
 
@@ -282,12 +293,26 @@ def _test_paths(repo: Path, ini: dict[str, Any], origin: str,
     configured = [p for p in _as_list(ini.get("testpaths")) if (repo / p).exists()]
     if configured:
         return tuple(configured), f"testpaths of {origin}"
+    patterns = _as_list(ini.get("python_files")) or ["test_*.py", "*_test.py"]  # what pytest collects from a dir
+
+    def collected(name: str) -> bool:
+        return any(fnmatch.fnmatch(name, pat) for pat in patterns)
+
     for name in ("tests", "test", "testing"):
-        if (repo / name).is_dir() and any(_is_test_name(p.name) for p in (repo / name).rglob("*.py")):
+        if (repo / name).is_dir() and any(collected(p.name) for p in (repo / name).rglob("*.py")):
             return (name,), f"{name}/ holds test files"
-    root_tests = sorted(p.name for p in repo.glob("*.py") if _is_test_name(p.name))
+    root_tests = sorted(p.name for p in repo.glob("*.py") if collected(p.name) or p.name == "tests.py")
     if root_tests:
         return tuple(root_tests), "test modules at the repository root"
+    for name in ("tests", "test", "testing"):
+        # decorator's suite is tests/test.py: pytest collects nothing from the folder by name, but collects a
+        # file it is given, so the test-named files that define tests are given one by one (not
+        # tests/documentation.py, whose test_* functions the suite runs through doctest)
+        files = sorted(_rel(repo, p) for p in (repo / name).rglob("*.py")
+                       if (repo / name).is_dir() and p.stem.lower().startswith("test") and _defines_tests(p))
+        if files:
+            return tuple(files[:200]), (f"{name}/ defines tests in files pytest's python_files ({', '.join(patterns)}) "
+                                        f"does not match, given by name: {files[:3]}")
     inside = sorted({_rel(repo, p.parent) for d in package_dirs for p in (repo / d).rglob("test*/__init__.py")})
     if inside:
         return tuple(inside), "test packages inside the project's packages"

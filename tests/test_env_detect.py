@@ -210,3 +210,20 @@ def test_incomplete_sdist_missing_tests_package_is_reported(tmp_path: Path) -> N
     spec = detect_env(tmp_path)
     assert any("tests/__init__.py is not in the source" in n for n in spec.notes)
     assert spec.requirements == ()
+
+
+def test_test_files_pytest_would_not_collect_from_their_folder_are_given_by_name(tmp_path: Path) -> None:
+    """decorator 5.3.1: its suite is tests/test.py; `pytest` (and `pytest tests`) collect nothing from it."""
+    write(tmp_path, {"src/deco/__init__.py": "def f():\n    return 1\n",
+                     "tests/__init__.py": "", "tests/test.py": "import unittest\n\nclass DocumentationTestCase(unittest.TestCase):\n"
+                     "    def test_f(self):\n        pass\n",
+                     "tests/documentation.py": "'''prose only'''\n", "tests/conftest.py": ""})
+    spec = detect_env(tmp_path, name_hint="deco-0123456789ab")
+    assert spec.test_paths == ("tests/test.py",)
+    assert any("given by name" in n for n in spec.notes)
+
+
+def test_a_configured_python_files_pattern_keeps_the_folder(tmp_path: Path) -> None:
+    write(tmp_path, {"lk/__init__.py": "", "tests/__main__.py": "def test_a():\n    pass\n",
+                     "pytest.ini": "[pytest]\npython_files = __main__.py\n"})
+    assert detect_env(tmp_path, name_hint="lk-0123456789ab").test_paths == ("tests",)
