@@ -62,3 +62,19 @@ def test_sigkill_then_recover_reads_the_tasks_from_the_journal(tmp_path: Path) -
     assert done.tasks >= accepted and done.without_archive == 0
     assert len(Dataset.open(out).tasks()) == done.tasks
     assert took < 30, f"recovery took {took:.1f}s"
+
+
+def test_the_corpus_bench_recovers_a_generate_killed_before_its_manifest(tmp_path: Path) -> None:
+    """tomlkit in the corpus: SIGKILL after the grace period left 4 whole shards and no manifest, and the
+    bench counted 0 tasks written; it now recovers the dataset first, as a user would."""
+    from taskforge.bench.corpus import _recover_if_killed, _written_tasks
+
+    proc, out, accepted = _start_until_accepted(tmp_path)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert _written_tasks(out) == []  # no manifest: a reader sees nothing
+    said: list[str] = []
+    _recover_if_killed(out, "minipkg", said.append)
+    assert len(_written_tasks(out)) >= accepted and "recovered" in said[0]
+    _recover_if_killed(out, "minipkg", said.append)  # a dataset with its manifest is left alone
+    assert len(said) == 1

@@ -51,6 +51,7 @@ DEFAULT_LIST = REPO_ROOT / "datasets" / "corpus" / "packages.toml"
 DEFAULT_JSON = REPO_ROOT / "datasets" / "corpus" / "results.json"
 DEFAULT_MD = REPO_ROOT / "datasets" / "CORPUS.md"
 MAX_TASKS = 10
+STOP_GRACE_S = 30.0  # SIGTERM -> SIGKILL: generate flushes, writes its manifest and card (10 s was too short at load 8)
 _CLI = "from taskforge.cli import main; main()"
 
 
@@ -96,6 +97,24 @@ def _env() -> dict[str, str]:
     return env
 
 
+def _recover_if_killed(dataset: Path, name: str, say: Callable[[str], None]) -> None:
+    """A generate killed before its manifest (SIGKILL after the grace period) left whole shards and a
+    journal: make them a dataset, as a user would with ``taskforge recover`` (tomlkit: 4 tasks in 4 shards,
+    no manifest, counted as 0 written)."""
+    from taskforge.core.errors import TaskforgeError
+    from taskforge.pipeline.generate import JOURNAL_DIR
+    from taskforge.pipeline.recover import recover
+
+    if (dataset / "manifest.json").is_file() or not (dataset / JOURNAL_DIR).is_dir():
+        return
+    try:
+        rec = recover(dataset)
+    except TaskforgeError as exc:
+        say(f"  {name}: killed before its manifest; recover failed: {exc}")
+        return
+    say(f"  {name}: killed before its manifest; recovered {rec.tasks} task(s) ({rec.from_journal} from the journal)")
+
+
 def _written_tasks(dataset: Path) -> list[dict[str, Any]]:
     from taskforge.core.errors import TaskforgeError
     from taskforge.dataset.reader import Dataset
@@ -124,10 +143,11 @@ def run_package(pkg: Mapping[str, Any], out: Path, *, budget_cpu_min: float, wal
             "--work-dir", str(work), "--max-tasks", str(MAX_TASKS), "--json", *generate_args]
     start = time.time()
     run = run_tree(argv, cpu_cap_s=budget_cpu_min * 60, wall_cap_s=budget_cpu_min * 60 * wall_factor,
-                   log=pdir / "generate.log", env=_env())
+                   log=pdir / "generate.log", env=_env(), grace_s=STOP_GRACE_S)
     end = time.time()
     log_text = (pdir / "generate.log").read_text(errors="replace")
     status = run.status if run.status != "exited" else ("ok" if run.rc == 0 else "failed")
+    _recover_if_killed(dataset, name, say)
     written = _written_tasks(dataset)
     validate: dict[str, Any] | None = None
     validate_cpu_s = 0.0
