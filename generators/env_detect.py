@@ -26,6 +26,7 @@ from taskforge.core.environment import EnvSpec, normalise_name
 
 TEST_EXTRAS = ("test", "tests", "testing")
 DEV_EXTRAS = ("dev", "develop", "development")
+_NO_TEST_EXTRAS = frozenset({"docs", "doc", "lint", "typing", "mypy", "build", "release", "all"})
 _SKIP_DIRS = {"tests", "test", "testing", "docs", "doc", "examples", "example", "benchmarks", "bench",
               "scripts", "tools", "build", "dist", "site-packages", "typing-examples", "changelog.d"}
 _SKIP_MODULES = {"setup", "conftest", "noxfile", "fabfile", "tasks", "manage", "runtests", "conf"}
@@ -113,6 +114,14 @@ def detect_env(repo: Path, *, python: str = "3.11", name_hint: str = "") -> EnvS
 
     own = {Path(p).stem for p in package_dirs}
     imports, fixtures = _test_imports(repo, test_paths)
+    wanted = {normalise_name(KNOWN_TEST_IMPORTS.get(m, m)) for m in imports if m not in own}
+    by_import = [e for e, reqs in sorted(extras_available.items()) if e not in chosen and e not in _NO_TEST_EXTRAS
+                 and reqs and any(_req_name(r) in wanted for r in reqs)][:3]
+    if by_import and installable:
+        # tabulate's `widechars = ["wcwidth"]`: 15 tests import wcwidth and skip without it (plain 303, ours 288)
+        chosen = [*chosen, *by_import]
+        install_target = f".[{','.join(chosen)}]"
+        notes.append(f"install_target: {install_target!r} (extras {by_import} hold modules the tests import)")
     declared = {_req_name(r) for r in requirements} | {_req_name(r) for e in chosen
                                                          for r in extras_available.get(e, ())}
     local = _local_modules(repo, test_paths)

@@ -227,3 +227,14 @@ def test_a_configured_python_files_pattern_keeps_the_folder(tmp_path: Path) -> N
     write(tmp_path, {"lk/__init__.py": "", "tests/__main__.py": "def test_a():\n    pass\n",
                      "pytest.ini": "[pytest]\npython_files = __main__.py\n"})
     assert detect_env(tmp_path, name_hint="lk-0123456789ab").test_paths == ("tests",)
+
+
+def test_an_extra_whose_module_the_tests_import_is_installed(tmp_path: Path) -> None:
+    """tabulate 0.10.0: `widechars = ["wcwidth"]`; 15 tests import wcwidth and skip without it."""
+    write(tmp_path, {"pyproject.toml": '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+                                       '[project]\nname = "tab"\nversion = "1"\n[project.optional-dependencies]\n'
+                                       'widechars = ["wcwidth"]\ndocs = ["sphinx"]\nfast = ["orjson>=3"]\n',
+                     "tab/__init__.py": "", "test/test_wide.py": "def test_w():\n    try:\n        import wcwidth\n"
+                     "    except ImportError:\n        return\n", "test/test_doc.py": "import sphinx\n"})
+    spec = detect_env(tmp_path, name_hint="tab-0123456789ab")
+    assert spec.install_target == ".[widechars]"  # docs is never a test extra; fast is not imported
