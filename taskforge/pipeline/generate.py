@@ -101,10 +101,11 @@ def profile_code_hash() -> str:
     import generators
     import sandboxes
     import taskforge.profile
+    import taskforge.reward  # the profile grades the original through it (taskforge.profile.harness_check)
 
     digest = hashlib.sha256()
     roots = [Path(taskforge.profile.__file__).parent, Path(generators.__file__).parent,
-             Path(sandboxes.__file__).parent]
+             Path(sandboxes.__file__).parent, Path(taskforge.reward.__file__).parent]
     for root in roots:
         for path in sorted(root.rglob("*.py")):
             digest.update(str(path.relative_to(root.parent)).encode())
@@ -116,7 +117,8 @@ def profile_key(job: ProfileJob) -> str:
     s = job.settings
     backend = job.sandbox.name if job.sandbox is not None else s.get("sandbox")
     ident = json.dumps([job.source, job.rev, s.get("baseline_runs"), s.get("python"), backend,
-                        s.get("base_image") if s.get("sandbox") != "local" else "", profile_code_hash()],
+                        s.get("base_image") if s.get("sandbox") != "local" else "", profile_code_hash(),
+                        s.get("grading_check", True)],
                        sort_keys=True)
     return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
