@@ -71,13 +71,14 @@ def grading_check(repo_dir: Path, env: PreparedEnv, baseline: Baseline, sandbox:
                      tracebacks=False)
     except Exception as exc:  # the check is advisory: a bug or a broken sandbox keeps the baseline
         return GradingCheck("error", detail=f"{type(exc).__name__}: {str(exc)[:300]}",
-                            seconds=time.monotonic() - start), frozenset()
+                            seconds=round(time.monotonic() - start, 3)), frozenset()
     return judge(task, res, time.monotonic() - start)
 
 
 def judge(task: Task, res: Any, seconds: float) -> tuple[GradingCheck, frozenset[str]]:
     """The check's verdict from the reward's result ``res`` on ``task`` (``check_task``)."""
     graded = (*task.fail_to_pass, *task.pass_to_pass)
+    seconds = round(seconds, 3)
     flags = [str(getattr(f, "value", f)) for f in res.flags]
     detail = "; ".join(x for x in (res.detail, f"flags {flags}" if flags else "") if x)[:400]
     no_verdict = [f for f in flags if f in _NO_VERDICT]
