@@ -33,8 +33,8 @@ from taskforge.core.files import write_atomic
 from taskforge.core.settings import Settings
 from taskforge.core.testreport import ReportFlag, TestReport
 from taskforge.profile.baseline import Baseline, compute_baseline
-from taskforge.profile.harness_check import checked_baseline
 from taskforge.profile.coverage_map import CoverageMap, coverage_percent, covered_entities, statement_lines
+from taskforge.profile.harness_check import checked_baseline
 from taskforge.profile.subtests import without_subtests
 
 SCHEMA_VERSION = 1
