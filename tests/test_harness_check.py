@@ -195,3 +195,19 @@ def test_the_runner_brings_the_loopback_up_in_its_own_network_namespace() -> Non
     assert loopback_up() is True
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
+
+
+def test_the_corpus_report_shows_tests_that_fail_only_under_grading(tmp_path: Path) -> None:
+    from taskforge.bench.corpus_report import PackageResult, baseline_numbers, render_markdown
+
+    check = GradingCheck("dropped", graded=3, failed=1, first=("tests/t.py::x",), outcomes={"failed": 1}, detail="d")
+    b = _baseline("tests/t.py::y", "tests/t.py::x")
+    b = b.with_grading_check(check, frozenset({"tests/t.py::x"}))
+    (tmp_path / "baseline.json").write_text(json.dumps(b.to_dict()))
+    nums = baseline_numbers(tmp_path)
+    assert nums["baseline_passed"] == 1 and nums["baseline_grading_failed"] == 1 and nums["baseline_total"] == 2
+    assert nums["grading_check"].startswith("1 tests fail only under the grading harness")
+    row = PackageResult("pkg", "1.0", plain_passed=2, **{k: v for k, v in nums.items() if k != "suite_s"})
+    assert row.pass_match  # the dropped test passed plainly
+    text = render_markdown([row], {})
+    assert "## Grading-harness check" in text and "- pkg: 1 tests fail only under the grading harness" in text
