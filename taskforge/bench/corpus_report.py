@@ -147,10 +147,10 @@ def baseline_numbers(profile: Path | None) -> dict[str, Any]:
     runs = [float(x) for x in b.get("run_seconds", [])]
     runs = runs[1:] or runs
     kinds = ("passed", "failed", "flaky", "skipped", "grading_failed")
-    check = b.get("grading_check") or {}
-    line = "" if not check else (f"{check.get('failed', 0)} tests fail only under the grading harness, e.g. "
-                                 f"{list(check.get('first', []))[:2]}" if check.get("failed") and
-                                 check.get("status") == "dropped" else f"{check.get('status')}: {check.get('detail', '')}")
+    from taskforge.profile.baseline import GradingCheck
+
+    check = GradingCheck.from_dict(b["grading_check"]) if b.get("grading_check") else None
+    line = "" if check is None else check.line if check.status != "passed" else f"passed: {check.line}"
     return {"baseline_passed": len(b.get("passed", [])), "baseline_flaky": len(b.get("flaky", [])),
             "baseline_grading_failed": len(b.get("grading_failed", [])), "grading_check": line[:300],
             "baseline_total": sum(len(b.get(k, [])) for k in kinds),
