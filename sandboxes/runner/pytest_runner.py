@@ -21,7 +21,11 @@ Also before anything of the workspace runs:
 - ``shadow_allowed`` (grading runs): a top-level module or package in a source root or the workspace root
   that the original tree did not have and that has the name of a stdlib module or of a module installed
   in the environment refuses the run (a ``shadow`` record, exit 4);
-- ``grading``: ``PYTEST_CURRENT_TEST`` is never set (a stub could read the running test from it).
+- ``grading``: ``PYTEST_CURRENT_TEST`` is never set (a stub could read the running test from it);
+- the loopback interface is brought up when the run is in a network namespace of its own whose ``lo`` is
+  down (``unshare -rn`` leaves it down; bubblewrap and docker bring it up): a test that talks to a server
+  it started on ``127.0.0.1`` (boltons' socketutils) passes in every sandbox as in plain pytest. Nothing
+  outside the namespace becomes reachable.
 
 REQUEST.json keys (unknown keys are ignored):
     args             list[str]  pytest arguments (node ids, paths, options)
@@ -306,6 +310,24 @@ def _shadowing(roots: list[str], allowed: set[str]) -> list[str]:
     return sorted(found)
 
 
+def loopback_up() -> bool:
+    """Set ``lo`` up when it is down and this process may (its own network namespace); True when it is up."""
+    import fcntl
+    import socket
+    import struct
+
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            flags = struct.unpack("16sh14x", fcntl.ioctl(sock, siocgifflags, struct.pack("16sh14x", b"lo", 0)))[1]
+            if flags & iff_up:
+                return True
+            fcntl.ioctl(sock, siocsifflags, struct.pack("16sh14x", b"lo", flags | iff_up))
+            return True
+    except OSError:  # no such interface, or not ours to change (then it is up: the host's or the jail's)
+        return False
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: pytest_runner.py REQUEST.json", file=sys.stderr)
@@ -318,6 +340,7 @@ def main(argv: list[str]) -> int:
         except OSError:
             pass
     open_channel(request)
+    loopback_up()
     send({"k": "hello", "pid": os.getpid()})
     start = time.monotonic()
     src_roots = [str(r) for r in request.get("src_roots", [])]

@@ -75,14 +75,18 @@ class PackageResult:
     validated_distinct: int = 0  # distinct entities among written tasks that hold
     validate_cpu_min: float = 0.0
     leftovers: int = 0  # processes that outlived the run and were killed by the bench
+    baseline_grading_failed: int | None = None  # passed every baseline run, failed graded (profile.harness_check)
+    grading_check: str = ""  # the profile's grading-check line
 
     @property
     def pass_match(self) -> bool:
         """Equal pass counts, counting the tests the baseline set aside as flaky or unstable (a parametrized
-        id with a timestamp in it, a test that failed in one of its runs): plain pytest ran each once."""
+        id with a timestamp in it, a test that failed in one of its runs: plain pytest ran each once) and the
+        tests dropped because they fail only under the grading harness (they passed plainly)."""
         if self.plain_passed is None or self.baseline_passed is None:
             return False
-        return self.baseline_passed <= self.plain_passed <= self.baseline_passed + (self.baseline_flaky or 0)
+        passed = self.baseline_passed + (self.baseline_grading_failed or 0)
+        return passed <= self.plain_passed <= passed + (self.baseline_flaky or 0)
 
     @property
     def yield_met(self) -> bool:
@@ -146,8 +150,13 @@ def baseline_numbers(profile: Path | None) -> dict[str, Any]:
         return {}
     runs = [float(x) for x in b.get("run_seconds", [])]
     runs = runs[1:] or runs
-    kinds = ("passed", "failed", "flaky", "skipped")
+    kinds = ("passed", "failed", "flaky", "skipped", "grading_failed")
+    from taskforge.profile.baseline import GradingCheck
+
+    check = GradingCheck.from_dict(b["grading_check"]) if b.get("grading_check") else None
+    line = "" if check is None else check.line if check.status != "passed" else f"passed: {check.line}"
     return {"baseline_passed": len(b.get("passed", [])), "baseline_flaky": len(b.get("flaky", [])),
+            "baseline_grading_failed": len(b.get("grading_failed", [])), "grading_check": line[:300],
             "baseline_total": sum(len(b.get(k, [])) for k in kinds),
             "collection_errors": len(b.get("collection_errors", [])),
             "suite_s": round(sorted(runs)[len(runs) // 2], 3) if runs else None}
@@ -284,6 +293,10 @@ def render_markdown(results: Sequence[PackageResult], meta: Mapping[str, Any]) -
               f"(target ≤ {SUITE_EQ_TARGET:g})",
               f"- status: {t['ok']}/{t['packages']} ok; {t['tasks_written']} tasks written, {t['holds']} hold; "
               f"{t['cpu_min']} CPU-min in all"]
+    harness = [r for r in results if r.baseline_grading_failed or (r.grading_check and not r.grading_check.startswith("passed"))]
+    if harness:
+        lines += ["", "## Grading-harness check (the original graded once; failing reliable tests dropped)", ""]
+        lines += [f"- {r.name}: {r.grading_check.replace('`', chr(39))}" for r in harness]
     errors = [r for r in results if r.error]
     if errors:
         lines += ["", "## Errors (first line)", ""]

@@ -73,6 +73,9 @@ def mine(
             err_console.print(f"[yellow]warning:[/] {source}: pytest could not collect "
                               f"{len(profile.baseline.collection_errors)} file(s), their tests are left out: "
                               f"{', '.join(profile.baseline.collection_errors[:8])}", highlight=False, soft_wrap=True)
+        check = profile.baseline.grading_check
+        if check is not None and check.status != "passed":
+            err_console.print(f"[yellow]warning:[/] {source}: {escape(check.line)}", highlight=False, soft_wrap=True)
         summary = profile.summary()
         rows.append((source, summary, str(target)))
         if as_json:

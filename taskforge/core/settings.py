@@ -73,6 +73,8 @@ class Settings:
     statement_max_undetermined: int = _doc("Reject a task whose hidden tests assert on more than this many "
                                            "values nothing visible determines (after adding them to the "
                                            "statement); -1 = never reject.", 6)
+    grading_check: bool = _doc("After the baseline, grade the original once through the reward path and drop "
+                               "the reliable tests that fail only there (taskforge.profile.harness_check).", True)
 
     @classmethod
     def load(cls, overrides: Mapping[str, Any] | None = None, config_file: Path | None = None) -> Settings:

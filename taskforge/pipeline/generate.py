@@ -101,10 +101,11 @@ def profile_code_hash() -> str:
     import generators
     import sandboxes
     import taskforge.profile
+    import taskforge.reward  # the profile grades the original through it (taskforge.profile.harness_check)
 
     digest = hashlib.sha256()
     roots = [Path(taskforge.profile.__file__).parent, Path(generators.__file__).parent,
-             Path(sandboxes.__file__).parent]
+             Path(sandboxes.__file__).parent, Path(taskforge.reward.__file__).parent]
     for root in roots:
         for path in sorted(root.rglob("*.py")):
             digest.update(str(path.relative_to(root.parent)).encode())
@@ -116,7 +117,8 @@ def profile_key(job: ProfileJob) -> str:
     s = job.settings
     backend = job.sandbox.name if job.sandbox is not None else s.get("sandbox")
     ident = json.dumps([job.source, job.rev, s.get("baseline_runs"), s.get("python"), backend,
-                        s.get("base_image") if s.get("sandbox") != "local" else "", profile_code_hash()],
+                        s.get("base_image") if s.get("sandbox") != "local" else "", profile_code_hash(),
+                        s.get("grading_check", True)],
                        sort_keys=True)
     return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
@@ -333,5 +335,8 @@ def profile_warnings(prof: ProfileOutcome) -> list[str]:
     """What the user should know about a profiled source: install fallbacks, from the environment notes."""
     from taskforge.validate.worker import load_profile
 
-    notes = load_profile(prof.profile_dir).spec.notes
-    return [n.removeprefix("install: ") for n in notes if n.startswith("install: ")]
+    profile = load_profile(prof.profile_dir)
+    notes = profile.spec.notes
+    check = profile.baseline.grading_check  # tests that fail only under the grading harness
+    return [n.removeprefix("install: ") for n in notes if n.startswith("install: ")] + \
+        ([check.line] if check is not None and check.status != "passed" else [])

@@ -9,10 +9,16 @@ object's memory address (``[<Foo object at 0x7f...>]``). Such an id differs in e
 from the other runs and flaky; an id that carries a memory address or today's date is flaky even when
 the baseline runs agree (a validation or a grading, another day or in another process, would name it
 differently).
+
+A test can pass in every plain run and still fail where it counts: graded through the reward path (fresh
+grading workspace, read-only test directories, canaries, the grading plugin, strict equality). The
+profile grades the original once that way (``taskforge.profile.harness_check``); the reliable tests that
+do not pass there move to ``grading_failed`` and the check itself is recorded as a ``GradingCheck``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import re
 import statistics
@@ -33,6 +39,42 @@ _CLASS = {
 
 
 @dataclass(frozen=True, slots=True)
+class GradingCheck:
+    """The original repository graded once through the reward path, all reliable tests in the request."""
+
+    status: str  # "passed" (every reliable test passed) | "dropped" (some did not) | "error" (no verdict)
+    #              | "flagged" (the original trips the integrity checks: nothing dropped)
+    graded: int = 0  # reliable tests in the request
+    failed: int = 0  # of them, not passed: dropped from ``Baseline.passed``
+    first: tuple[str, ...] = ()  # the first failing ids (sorted), at most 10
+    outcomes: Mapping[str, int] = field(default_factory=dict)  # outcome value -> count, of the failed ones
+    detail: str = ""  # the reward's detail and flags, or why the check could not run
+    seconds: float = 0.0
+
+    @property
+    def line(self) -> str:
+        """One line for people: what the check found."""
+        if self.status == "error":
+            return f"grading-harness check failed (baseline kept): {self.detail}"
+        if self.status == "flagged":
+            return f"grading-harness check: every grading of this repository will score 0: {self.detail}"
+        if not self.failed:
+            return f"all {self.graded} reliable tests pass under the grading harness"
+        return (f"{self.failed} tests fail only under the grading harness (dropped from reliable), "
+                f"e.g. {list(self.first[:3])}: {self.detail}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "graded": self.graded, "failed": self.failed, "first": list(self.first),
+                "outcomes": dict(self.outcomes), "detail": self.detail, "seconds": round(self.seconds, 3)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> GradingCheck:
+        return cls(status=str(d.get("status", "")), graded=int(d.get("graded", 0)), failed=int(d.get("failed", 0)),
+                   first=tuple(d.get("first", ())), outcomes={str(k): int(v) for k, v in d.get("outcomes", {}).items()},
+                   detail=str(d.get("detail", "")), seconds=float(d.get("seconds", 0.0)))
+
+
+@dataclass(frozen=True, slots=True)
 class Baseline:
     runs: int
     passed: frozenset[str]  # passed in every run: the reliable tests
@@ -42,6 +84,8 @@ class Baseline:
     durations: Mapping[str, float] = field(default_factory=dict)  # median seconds per test
     collection_errors: tuple[str, ...] = ()  # files pytest could not collect (union over runs)
     run_seconds: tuple[float, ...] = ()  # wall time of each run
+    grading_failed: frozenset[str] = frozenset()  # passed in every run, failed graded (module docstring)
+    grading_check: GradingCheck | None = None  # None: the check did not run (older profile, or not asked)
 
     @property
     def broken(self) -> frozenset[str]:
@@ -53,7 +97,7 @@ class Baseline:
 
     @property
     def all_tests(self) -> frozenset[str]:
-        return self.passed | self.failed | self.flaky | self.skipped
+        return self.passed | self.failed | self.flaky | self.skipped | self.grading_failed
 
     def counts(self) -> dict[str, int]:
         return {"passed": len(self.passed), "failed": len(self.failed), "flaky": len(self.flaky),
@@ -71,6 +115,8 @@ class Baseline:
             "skipped": sorted(self.skipped),
             "durations": {k: round(v, 6) for k, v in sorted(self.durations.items())},
             "collection_errors": list(self.collection_errors), "run_seconds": list(self.run_seconds),
+            "grading_failed": sorted(self.grading_failed),
+            **({"grading_check": self.grading_check.to_dict()} if self.grading_check is not None else {}),
         }
 
     @classmethod
@@ -81,7 +127,15 @@ class Baseline:
             durations={k: float(v) for k, v in d.get("durations", {}).items()},
             collection_errors=tuple(d.get("collection_errors", ())),
             run_seconds=tuple(float(x) for x in d.get("run_seconds", ())),
+            grading_failed=frozenset(d.get("grading_failed", ())),
+            grading_check=GradingCheck.from_dict(d["grading_check"]) if d.get("grading_check") else None,
         )
+
+    def with_grading_check(self, check: GradingCheck, failed: frozenset[str]) -> Baseline:
+        """This baseline with ``failed`` (reliable tests that did not pass graded) moved out of ``passed``."""
+        moved = failed & self.passed
+        return dataclasses.replace(self, passed=self.passed - moved, grading_failed=self.grading_failed | moved,
+                                   grading_check=check)
 
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{9,}")  # an object address (0x7f3a2b1c9d10), not a hex literal (0x123abc)

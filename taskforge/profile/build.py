@@ -2,7 +2,8 @@
 
 ``build_profile(source, settings, sandbox)`` resolves the source (a pinned checkout), detects and
 prepares its environment, runs the whole suite N times (the first run also records per-test line
-coverage), and builds the static index. ``Profile.save(dir)`` / ``Profile.load(dir)`` use the versioned
+coverage), grades the original once through the reward path (``harness_check``: reliable tests that fail
+only there are dropped), and builds the static index. ``Profile.save(dir)`` / ``Profile.load(dir)`` use the versioned
 on-disk format documented in ``datasets/PROFILE_FORMAT.md``.
 """
 
@@ -33,6 +34,7 @@ from taskforge.core.settings import Settings
 from taskforge.core.testreport import ReportFlag, TestReport
 from taskforge.profile.baseline import Baseline, compute_baseline
 from taskforge.profile.coverage_map import CoverageMap, coverage_percent, covered_entities, statement_lines
+from taskforge.profile.harness_check import checked_baseline
 from taskforge.profile.subtests import without_subtests
 
 SCHEMA_VERSION = 1
@@ -88,7 +90,9 @@ class Profile:
             "source": self.snapshot.source, "name": self.snapshot.name, "version": self.snapshot.version,
             "commit": self.snapshot.commit,
             "tests_passed": c["passed"], "tests_failed": c["failed"], "tests_flaky": c["flaky"],
-            "tests_skipped": c["skipped"], "collection_errors": len(self.baseline.collection_errors),
+            "tests_skipped": c["skipped"], "tests_grading_failed": len(self.baseline.grading_failed),
+            "grading_check": self.baseline.grading_check.line if self.baseline.grading_check else "",
+            "collection_errors": len(self.baseline.collection_errors),
             "entities": len(self.entities), "covered_entities": len(self.covered_entities()),
             "coverage_percent": self.coverage_percent, "runs": self.baseline.runs,
             "seconds": round(self.timings.get("total", 0.0), 2),
@@ -195,6 +199,13 @@ def build_profile(source: str, settings: Settings, sandbox: Sandbox, *, rev: str
     baseline = compute_baseline(reports, timing_reports=reports[1:] or reports)
     if index is not None and any(ReportFlag.FORGED_RECORDS in r.flags for r in reports):
         baseline = without_subtests(baseline, Path(snapshot.path), index.test_files)
+    if settings.grading_check:  # the original graded once as tasks are: tests only plain pytest passes go
+        say(f"grading the original of {snapshot.slug} once through the reward path")
+        g0 = time.monotonic()
+        baseline = checked_baseline(Path(snapshot.path), env, baseline, sandbox, settings, name=snapshot.name)
+        lap("grading_check", g0)
+        if baseline.grading_check is not None and baseline.grading_check.status != "passed":
+            say(baseline.grading_check.line)
     coverage = CoverageMap.from_contexts(contexts or {})
     entities = tuple(index.entities) if index is not None else ()
     stmts = statement_lines(Path(snapshot.path), sorted({e.file for e in entities}))

@@ -116,9 +116,10 @@ def _build() -> dict:  # type: ignore[type-arg]
         except Exception:
             return False
 
-    def strict_eq(left: object, right: object) -> object:
+    def strict_eq(left: object, right: object, own: int = 0) -> object:
+        # ``own``: which side the (restored) test file built from its own class (1 left, 2 right): not checked
         result = left == right
-        if result is True and (suspect(left) or suspect(right)):
+        if result is True and ((own != 1 and suspect(left)) or (own != 2 and suspect(right))):
             return False
         return result
 

@@ -10,6 +10,11 @@ either side) is an instance of a class defined in the workspace that also equals
 object: honest values do not equal an object they have never seen. Types from the standard library or
 site-packages (``unittest.mock.ANY`` is meant to equal anything) are trusted. ``TestCase.assertEqual``
 gets the same check in the plugin.
+
+A side that the test file builds itself from one of its own classes with an ``__eq__`` (toolz's
+``assert composed == AlwaysEquals()``, a matcher object) is the grader's value, not the code under test's:
+the call becomes ``NAME(A, B, SIDE)`` and only the other side is checked (SIDE 1: the left is the test
+file's own, 2: the right). The side the code under test produced is checked as before.
 """
 
 from __future__ import annotations
@@ -19,9 +24,29 @@ import functools
 import libcst as cst
 
 
+def _own_eq_classes(module: cst.Module) -> frozenset[str]:
+    """Names of the classes the test file defines (at any depth) whose body defines ``__eq__``."""
+    found: set[str] = set()
+
+    class Visitor(cst.CSTVisitor):
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+            if any(isinstance(s, cst.FunctionDef) and s.name.value == "__eq__" for s in body):
+                found.add(node.name.value)
+
+    module.visit(Visitor())
+    return frozenset(found)
+
+
+def _built_by_file(expr: cst.BaseExpression, classes: frozenset[str]) -> bool:
+    """``C(...)`` with ``C`` one of the file's own classes that define ``__eq__``."""
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in classes
+
+
 class _StrictEq(cst.CSTTransformer):
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, own: frozenset[str] = frozenset()) -> None:
         self.name = name
+        self.own = own
         self.changed = 0
 
     def leave_Assert(self, original: cst.Assert, updated: cst.Assert) -> cst.Assert:
@@ -32,9 +57,12 @@ class _StrictEq(cst.CSTTransformer):
         if not isinstance(target.operator, cst.Equal):
             return updated
         self.changed += 1
-        call = cst.Call(func=cst.Name(self.name), args=[
-            cst.Arg(test.left, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-            cst.Arg(target.comparator)])
+        side = 1 if _built_by_file(test.left, self.own) else 2 if _built_by_file(target.comparator, self.own) else 0
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        args = [cst.Arg(test.left, comma=comma), cst.Arg(target.comparator, comma=comma if side else cst.MaybeSentinel.DEFAULT)]
+        if side:
+            args.append(cst.Arg(cst.Integer(str(side))))
+        call = cst.Call(func=cst.Name(self.name), args=args)
         return updated.with_changes(test=call.with_changes(lpar=test.lpar, rpar=test.rpar))
 
 
@@ -54,7 +82,7 @@ def _strict(source: str) -> str:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError:
         return source
-    transformer = _StrictEq(_PLACEHOLDER)
+    transformer = _StrictEq(_PLACEHOLDER, _own_eq_classes(module))
     out = module.visit(transformer)
     return out.code if transformer.changed else source
 
