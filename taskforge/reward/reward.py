@@ -96,12 +96,15 @@ def grading_limit_s(task: Task, settings: Settings) -> float:
 
 def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, settings: Settings | None = None,
            timeout_s: float | None = None, envs: EnvCache | None = None, tracebacks: bool = True,
-           trusted: bool = False) -> RewardResult:
+           trusted: bool = False, plan_seed: int | None = None) -> RewardResult:
     """Grade ``patch`` (a unified diff against the broken workspace) on ``task`` in a fresh workspace.
 
     ``tracebacks=False`` runs pytest with ``--tb=no`` (validation reads outcomes only); scores are the same.
     ``trusted=True`` (our own stand-ins at validation, never an agent's patch) lets the sandbox run the
     grading the fast way it runs validation (a warm fork) instead of a fresh confined process.
+    ``plan_seed`` (trusted gradings only; ignored otherwise): draw the canaries and the strict equality's name
+    from this seed instead of afresh, so that gradings of several stand-ins of one task plant byte-identical
+    test files (the warm runs then rewrite their asserts once, ``sandboxes/runner/rewrite_cache.py``).
     """
     settings = settings or Settings()
     timeout = float(timeout_s if timeout_s is not None else grading_limit_s(task, settings))
@@ -118,7 +121,8 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
             timings["total_s"] = time.monotonic() - start
             return _result(task, [RewardFlag.GRADER_ERROR], f"cannot prepare grading: {exc}", timings)
         timings["prepare_s"] = time.monotonic() - start
-        outcome = _assemble(task, patch, original, workspace)
+        rng = random.Random(plan_seed) if trusted and plan_seed is not None else None
+        outcome = _assemble(task, patch, original, workspace, rng)
         timings["workspace_s"] = time.monotonic() - start - timings["prepare_s"]
         if isinstance(outcome, RewardResult):
             timings["total_s"] = time.monotonic() - start
@@ -163,8 +167,11 @@ def _monitored(result: RewardResult, patch: str, settings: Settings, task: Task)
     return result
 
 
-def _assemble(task: Task, patch: str, original: Path, workspace: Path) -> RewardResult | tuple[Any, ...]:
-    """Build the grading workspace; a ``RewardResult`` (score 0) when grading must stop here."""
+def _assemble(task: Task, patch: str, original: Path, workspace: Path,
+              rng: random.Random | None = None) -> RewardResult | tuple[Any, ...]:
+    """Build the grading workspace; a ``RewardResult`` (score 0) when grading must stop here.
+
+    ``rng``: where the canaries and the strict equality's name come from (default: drawn afresh)."""
     shutil.copytree(original, workspace, symlinks=True)
     try:
         apply(task.setup_patch, workspace, what=f"setup_patch of {task.instance_id}")
@@ -202,12 +209,12 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path) -> Reward
     write_clean_ini(ini, workspace / ini_name)
     hidden = sorted(f for f in {n.split("::")[0] for n in task.fail_to_pass} if (workspace / f).is_file())
     src_root = next((r for r in spec.src_roots if (workspace / r).is_dir()), ".")
-    strict = f"_tfq{secrets.token_hex(5)}"
+    strict = f"_tfq{rng.getrandbits(40):010x}" if rng is not None else f"_tfq{secrets.token_hex(5)}"
     for rel in hidden:  # ``assert a == b`` an always-equal object cannot pass (taskforge.reward.strict_asserts)
         path = workspace / rel
         path.write_text(strict_source(path.read_text(encoding="utf-8"), strict), encoding="utf-8")
     plan = plant_canaries(workspace, hidden, pass_to_pass=task.pass_to_pass, fail_to_pass=task.fail_to_pass,
-                          src_root=src_root, allowed_plugin_files=plugins, strict_eq=strict)
+                          src_root=src_root, allowed_plugin_files=plugins, strict_eq=strict, rng=rng)
     selected = [*tests, *plan.nodeids]
     random.SystemRandom().shuffle(selected)  # canaries are not the last ids of the request
     args = ["-c", ini_name, "--rootdir=.", "--confcutdir=.", "-p", plan.plugin_module, *pinned_options(ini),

@@ -1,0 +1,65 @@
+"""What makes validation cheaper keeps its verdicts: the battery's early stop, one canary plan per battery."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from reward_fixtures import MINILIB, MINILIB_SPEC, build_stub_task, write_tree
+
+from taskforge.core.patches import read_tree
+from taskforge.core.task import Task
+from taskforge.reward.reward import _assemble
+from taskforge.reward.workspace import DirectoryTrees, walk_files
+from taskforge.validate.battery import STAND_INS, run_battery
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory: pytest.TempPathFactory) -> tuple[Task, Path]:
+    base = tmp_path_factory.mktemp("minilib")
+    orig = write_tree(base / "orig", MINILIB)
+    return build_stub_task(orig, base, module="minilib/text.py", function="shout", spec=MINILIB_SPEC,
+                           repo="minilib"), orig
+
+
+def _grader(scoring: str, calls: list[str]):
+    def grade(patch: str) -> SimpleNamespace:
+        calls.append(patch)
+        hit = scoring == "always_equal" and "_TfAnything()\n" in patch and "_tf_ast" not in patch
+        return SimpleNamespace(score=1.0 if hit else 0.0, outcomes={})
+    return grade
+
+
+def test_the_battery_stops_once_a_deciding_stand_in_scores(task: tuple[Task, Path]) -> None:
+    t, orig = task
+    calls: list[str] = []
+    res = run_battery(t, orig, _grader("always_equal", calls), stop_when_cheatable=True)
+    assert len(calls) == 1 and res.cheats == ("always_equal",) and res.cheatable
+    calls.clear()
+    full = run_battery(t, orig, _grader("always_equal", calls))  # the default grades every stand-in
+    assert len(calls) == len(STAND_INS) and full.cheatable and full.cheats == res.cheats
+    calls.clear()
+    run_battery(t, orig, _grader("always_equal", calls), stop_when_cheatable=True,
+                          deciding=[n for n in STAND_INS if n != "always_equal"])
+    assert len(calls) == len(STAND_INS)  # a score of a stand-in that decides nothing never stops it
+
+
+def _test_files(task: Task, orig: Path, dest: Path, rng: random.Random | None) -> dict[str, str | None]:
+    (dest / "original").mkdir(parents=True)
+    DirectoryTrees(orig).materialize(task, dest / "original")
+    out = _assemble(task, "", dest / "original", dest / "ws", rng)
+    assert isinstance(out, tuple)
+    files = [p for p in walk_files(dest / "ws") if p.startswith("tests/")]
+    return read_tree(dest / "ws", files)
+
+
+def test_one_plan_seed_plants_byte_identical_test_files_and_fresh_draws_differ(task: tuple[Task, Path],
+                                                                                  tmp_path: Path) -> None:
+    t, orig = task
+    a = _test_files(t, orig, tmp_path / "a", random.Random(7))
+    b = _test_files(t, orig, tmp_path / "b", random.Random(7))
+    c = _test_files(t, orig, tmp_path / "c", None)
+    assert a == b
+    assert a != c  # without a seed: canaries and the strict equality's name drawn afresh
