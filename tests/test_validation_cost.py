@@ -46,20 +46,74 @@ def test_the_battery_stops_once_a_deciding_stand_in_scores(task: tuple[Task, Pat
     assert len(calls) == len(STAND_INS)  # a score of a stand-in that decides nothing never stops it
 
 
-def _test_files(task: Task, orig: Path, dest: Path, rng: random.Random | None) -> dict[str, str | None]:
+def _test_files(task: Task, orig: Path, dest: Path, rng: random.Random | None) -> tuple[dict[str, str | None], str]:
     (dest / "original").mkdir(parents=True)
     DirectoryTrees(orig).materialize(task, dest / "original")
     out = _assemble(task, "", dest / "original", dest / "ws", rng)
     assert isinstance(out, tuple)
+    plan = out[1]
+    assert (dest / "ws" / f"{plan.plugin_module}.py").is_file()
     files = [p for p in walk_files(dest / "ws") if p.startswith("tests/")]
-    return read_tree(dest / "ws", files)
+    return read_tree(dest / "ws", files), plan.plugin_module
 
 
 def test_one_plan_seed_plants_byte_identical_test_files_and_fresh_draws_differ(task: tuple[Task, Path],
                                                                                   tmp_path: Path) -> None:
     t, orig = task
-    a = _test_files(t, orig, tmp_path / "a", random.Random(7))
-    b = _test_files(t, orig, tmp_path / "b", random.Random(7))
-    c = _test_files(t, orig, tmp_path / "c", None)
-    assert a == b
+    a, plugin_a = _test_files(t, orig, tmp_path / "a", random.Random(7))
+    b, plugin_b = _test_files(t, orig, tmp_path / "b", random.Random(7))  # the second from the stored plan
+    c, _ = _test_files(t, orig, tmp_path / "c", None)
+    assert a == b and plugin_a != plugin_b  # the grading plugin's module name is always drawn afresh
     assert a != c  # without a seed: canaries and the strict equality's name drawn afresh
+    d, _ = _test_files(t, orig, tmp_path / "d", random.Random(8))
+    assert d != a
+
+
+OUTCOMES = '''\
+import pytest
+
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("setup fails")
+
+
+def test_fails():
+    assert 1 == 2
+
+
+def test_errors_in_setup(broken):
+    pass
+
+
+@pytest.mark.xfail(strict=True)
+def test_xfails():
+    raise ValueError("expected")
+
+
+@pytest.mark.xfail(strict=True)
+def test_xpasses_strictly():
+    pass
+
+
+def test_skips():
+    pytest.skip("no")
+
+
+def test_passes():
+    pass
+'''
+
+
+def test_unformatted_failures_give_the_outcomes_formatted_ones_give(tmp_path: Path) -> None:
+    from sandboxes.fakes import SubprocessSandbox
+    from sandboxes.protocol import RunRequest
+    from taskforge.core.environment import EnvSpec
+
+    ws = write_tree(tmp_path / "ws", {"tests/test_outcomes.py": OUTCOMES})
+    box = SubprocessSandbox()
+    env = box.prepare(EnvSpec("demo", "3.11", "", test_paths=("tests",)), ws)
+    plain, brief = (box.run(env, ws, RunRequest(tests=(), timeout_s=120, tracebacks=tb)).report for tb in (True, False))
+    assert plain.outcomes() == brief.outcomes() and len(brief.outcomes()) == 6
+    assert "RuntimeError: setup fails" in plain.output_tail
+    assert "setup fails" not in brief.output_tail  # formatted, its summary line would quote the message

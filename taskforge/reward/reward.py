@@ -38,7 +38,7 @@ from taskforge.core.patches import apply
 from taskforge.core.settings import Settings
 from taskforge.core.task import Task
 from taskforge.core.testreport import Outcome, ReportFlag, TestReport
-from taskforge.reward.canaries import plant_canaries
+from taskforge.reward.canaries import plant_canaries, write_plugin
 from taskforge.reward.monitor import scan_patch
 from taskforge.reward.patch_guard import ProtectedPaths, apply_vetted, vet_patch
 from taskforge.reward.result import ZEROING_FLAGS, RewardFlag, RewardResult
@@ -68,6 +68,34 @@ class EnvCache:
             if key not in self._envs:
                 self._envs[key] = sandbox.prepare(task.env_spec, original)
             return self._envs[key]
+
+
+class _PlantedMemo:
+    """The test files and canary plan of the last few seeded plans (``reward(plan_seed=...)``), thread-safe.
+
+    A seeded plan is a function of its seed and the files it plants into, so the next grading with the same
+    seed on the same files writes the stored files instead of planting again (only the grading plugin, whose
+    module name is always drawn afresh, is written anew)."""
+
+    def __init__(self, size: int = 4) -> None:
+        self._items: dict[Any, tuple[dict[str, str], Any]] = {}
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> tuple[dict[str, str], Any] | None:
+        if key is None:
+            return None
+        with self._lock:
+            return self._items.get(key)
+
+    def put(self, key: Any, value: tuple[dict[str, str], Any]) -> None:
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self._size:
+                self._items.pop(next(iter(self._items)))
+
+
+_PLANTED = _PlantedMemo()
 
 
 def _patch_paths(patch: str) -> set[str]:
@@ -210,11 +238,23 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path,
     hidden = sorted(f for f in {n.split("::")[0] for n in task.fail_to_pass} if (workspace / f).is_file())
     src_root = next((r for r in spec.src_roots if (workspace / r).is_dir()), ".")
     strict = f"_tfq{rng.getrandbits(40):010x}" if rng is not None else f"_tfq{secrets.token_hex(5)}"
-    for rel in hidden:  # ``assert a == b`` an always-equal object cannot pass (taskforge.reward.strict_asserts)
-        path = workspace / rel
-        path.write_text(strict_source(path.read_text(encoding="utf-8"), strict), encoding="utf-8")
-    plan = plant_canaries(workspace, hidden, pass_to_pass=task.pass_to_pass, fail_to_pass=task.fail_to_pass,
-                          src_root=src_root, allowed_plugin_files=plugins, strict_eq=strict, rng=rng)
+    originals = {rel: (workspace / rel).read_text(encoding="utf-8") for rel in hidden}
+    memo_key = (rng.getstate(), task.instance_id, task.fail_to_pass, task.pass_to_pass,
+                tuple(originals.items())) if rng is not None else None
+    if (planted := _PLANTED.get(memo_key)) is not None:  # the same seed on the same files: the same canaries
+        files, plan = planted
+        for rel, text in files.items():
+            (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+            (workspace / rel).write_text(text, encoding="utf-8")
+        plan = dataclasses.replace(plan, plugin_module=write_plugin(workspace, src_root, plugins, strict))
+    else:
+        for rel in hidden:  # ``assert a == b`` an always-equal object cannot pass (taskforge.reward.strict_asserts)
+            (workspace / rel).write_text(strict_source(originals[rel], strict), encoding="utf-8")
+        plan = plant_canaries(workspace, hidden, pass_to_pass=task.pass_to_pass, fail_to_pass=task.fail_to_pass,
+                              src_root=src_root, allowed_plugin_files=plugins, strict_eq=strict, rng=rng)
+        if memo_key is not None:
+            written = dict.fromkeys((*hidden, *plan.files))
+            _PLANTED.put(memo_key, ({rel: (workspace / rel).read_text(encoding="utf-8") for rel in written}, plan))
     selected = [*tests, *plan.nodeids]
     random.SystemRandom().shuffle(selected)  # canaries are not the last ids of the request
     args = ["-c", ini_name, "--rootdir=.", "--confcutdir=.", "-p", plan.plugin_module, *pinned_options(ini),
