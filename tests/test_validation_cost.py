@@ -117,3 +117,27 @@ def test_unformatted_failures_give_the_outcomes_formatted_ones_give(tmp_path: Pa
     assert plain.outcomes() == brief.outcomes() and len(brief.outcomes()) == 6
     assert "RuntimeError: setup fails" in plain.output_tail
     assert "setup fails" not in brief.output_tail  # formatted, its summary line would quote the message
+
+
+def test_bench_validation_cost_splits_test_time_per_check_and_rejection(tmp_path: Path) -> None:
+    import json
+
+    from taskforge.bench.validation_cost import corpus_cost
+
+    journal = tmp_path / "packages/demo/dataset/.journal/demo"
+    journal.mkdir(parents=True)
+    runs = [{"check": "early_broken", "seconds": 1.0}, {"check": "empty_patch", "seconds": 2.0},
+            {"check": "battery_none", "seconds": 0.5}, {"check": "battery_skip", "seconds": 0.5}]
+    (journal / "a.json").write_text(json.dumps({"task": {"validation": json.dumps(runs)}, "test_seconds": 4.0}))
+    (journal / "b.json").write_text(json.dumps({"rejected": {"reason": "gold_failed"}, "test_seconds": 2.0}))
+    profile = tmp_path / "work/profiles/p1"
+    profile.mkdir(parents=True)
+    (profile / "profile.json").write_text(json.dumps({"snapshot": {"name": "demo", "version": "1"}}))
+    (profile / "baseline.json").write_text(json.dumps({"run_seconds": [9.0, 2.0, 2.0, 2.0]}))
+    cost = corpus_cost(tmp_path)
+    demo = cost["demo"]
+    assert demo["suite_s"] == 2.0 and demo["accepted"] == 1 and demo["decided"] == 2
+    assert demo["suite_eq_per_task"] == 3.0  # (4 + 2) s / 2 s / 1 task
+    assert demo["accepted_by_check"] == {"empty_patch": 1.0, "early_broken": 0.5, "battery": 0.5}
+    assert demo["runs_per_task"]["battery"] == 2 and demo["rejected_by_reason"] == {"gold_failed": 1.0}
+    assert cost["all"] == {"accepted": 1, "suite_eq_per_task": 3.0}
