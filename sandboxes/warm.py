@@ -98,6 +98,7 @@ class WarmServer:
     def close(self) -> None:
         _killpg(self.proc.pid)
         self.proc.wait()
+        shutil.rmtree(self.rewrite_cache, ignore_errors=True)
 
 
 def _killpg(pid: int) -> None:

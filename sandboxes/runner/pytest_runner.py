@@ -183,7 +183,7 @@ class SelectPlugin:
 
 
 class BriefFailures:
-    """``tracebacks: false``: a failed test's report holds its exception's type, not a formatted traceback.
+    """``tracebacks: false``: a failed test's report holds its exception's last line, not a formatted traceback.
 
     pytest formats every failure's traceback even under ``--tb=no`` (filtering and rendering its frames);
     in a run where most tests fail (validation's gradings of broken code) that is most of the run. Outcomes
@@ -197,7 +197,11 @@ class BriefFailures:
 
 
 def _brief_failure(excinfo: Any, style: Any = None) -> str:
-    return f"{excinfo.typename} (traceback not formatted: tracebacks=false)"
+    """The exception's last line (what a conftest hook matching ``str(report.longrepr)`` looks for), no frames."""
+    try:
+        return f"E   {excinfo.exconly()}\n(traceback not formatted: tracebacks=false)"
+    except Exception:  # an exception whose str() raises
+        return f"E   {excinfo.typename}\n(traceback not formatted: tracebacks=false)"
 
 
 def _split_nodeids(args: list[str]) -> tuple[list[str], list[str], list[str]]:
