@@ -21,8 +21,9 @@ Every run is killed after ``run_limit_s`` (k x the baseline's slowest suite run 
    ``SUITE_RED_AFTER_DELETION``; such ``p2p_broken`` runs stop at their first red test.
 5. ``contract`` through the reward path (``taskforge.reward.reward.reward``), exactly as an agent's patch is
    graded, in the repository's one environment (never rebuilt; each grading gets a fresh workspace):
-   repeat 1 grades the gold patch on FAIL_TO_PASS + the affected PASS_TO_PASS (score 1: contract 2 and 4;
-   first, as the smaller grading and the likelier to reject), then the empty patch on the full
+   repeat 1 grades the gold patch on FAIL_TO_PASS + the affected PASS_TO_PASS + the PASS_TO_PASS of the
+   hidden files (score 1: contract 2 and 4; first, as the smaller grading and the likelier to reject;
+   the hidden files are where the grading harness edits), then the empty patch on the full
    FAIL_TO_PASS + PASS_TO_PASS set (score 0, every hidden test red, every PASS_TO_PASS green: contract 1
    and 3). Repeats after the first grade the empty patch on
    FAIL_TO_PASS + affected only, and re-run the affected tests of the modified files on the agent's
@@ -33,7 +34,7 @@ Every run is killed after ``run_limit_s`` (k x the baseline's slowest suite run 
    empty-patch grading ran once more under the same grading harness; with the gold patch the code it
    runs is the original, i.e. the baseline's. PASS_TO_PASS tests red in the empty-patch grading (e.g. a
    restored test module importing the deleted name) must pass on the agent's workspace and are added to
-   every gold grading (repeat 1 grades the gold patch again with them).
+   every gold grading (repeat 1 grades the gold patch again when one of them was not in its first).
 6. ``audit``: scrub the agent's workspace and search it, its git store and the environment for the
    deleted code (``taskforge.audit.audit``) -> ``LEAK_FOUND``.
 7. ``battery`` (``Settings.battery``): cheap stand-ins for the deleted code graded on the hidden tests
@@ -382,17 +383,25 @@ class _Validation:
     def _contract(self, task: Task, affected_p2p: tuple[str, ...], ws: Path) -> CandidateResult | None:
         """Empty patch scores 0 (F2P red), gold scores 1 — through the reward path, repeated (docstring).
 
-        Repeat 1 grades the gold patch first: it is the smaller grading and the likelier to reject.
+        Repeat 1 grades the gold patch first: it is the smaller grading and the likelier to reject. It also
+        grades the PASS_TO_PASS tests of the hidden files (the files the grading harness edits: canaries,
+        strict equality), where tests red in the empty-patch grading mostly are; a red one it did not grade
+        makes repeat 1 grade the gold patch again.
         """
         from taskforge.reward.workspace import DirectoryTrees
 
         trees = DirectoryTrees(self.profile.repo_dir)
         red_in_empty: set[str] = set()
+        first_gold: tuple[str, ...] = ()
         for repeat in range(1, max(1, self.settings.validation_repeats) + 1):
             t = time.monotonic()
             gold_first = repeat == 1 and not self.naive
-            if gold_first and (verdict := self._gold(task, affected_p2p, repeat, trees, t)) is not None:
-                return verdict
+            if gold_first:  # + the PASS_TO_PASS tests of the hidden files: where the grading harness edits
+                hidden_files = {n.split("::", 1)[0] for n in task.fail_to_pass}
+                first_gold = tuple(sorted(set(affected_p2p) | {n for n in task.pass_to_pass
+                                                               if n.split("::", 1)[0] in hidden_files}))
+                if (verdict := self._gold(task, first_gold, repeat, trees, t)) is not None:
+                    return verdict
             t = time.monotonic()
             full = repeat == 1 or self.naive
             graded = task if full else dataclasses.replace(task, pass_to_pass=affected_p2p)
@@ -411,8 +420,8 @@ class _Validation:
                 report = self.run_tests(ws, self.repeat_hidden, "p2p_broken", repeat)
                 if not report.all_ok(self.repeat_hidden):
                     return self.reject(RejectReason.UNSTABLE, f"p2p_broken repeat {repeat} disagrees")
-            if gold_first and not red_in_empty:
-                continue  # graded above on the same tests
+            if gold_first and red_in_empty <= set(first_gold):
+                continue  # graded above on these tests
             if repeat > 1 and not self.naive and self.profile.baseline.runs >= self.settings.validation_repeats:
                 continue  # the gold code is the original: the baseline's N runs are its repeats (docstring)
             gold_p2p = task.pass_to_pass if self.naive else tuple(sorted(set(affected_p2p) | red_in_empty))
