@@ -36,13 +36,19 @@ from sandboxes.protocol import EnvironmentFiles, RunOutput, RunRequest
 from taskforge.core.environment import EnvSpec, PreparedEnv
 
 ZYGOTE = Path(__file__).parent / "runner" / "warm_zygote.py"
+REWRITE_CACHE = Path(__file__).parent / "runner" / "rewrite_cache.py"
 _START_TIMEOUT_S = 120.0
 
 
 class WarmServer:
-    """One warm server process (``warm_zygote.py`` under some interpreter) for one environment."""
+    """One warm server process (``warm_zygote.py`` under some interpreter) for one environment.
+
+    ``rewrite_cache``: the folder its runs share for assert-rewritten test modules
+    (``sandboxes/runner/rewrite_cache.py``), in the server's own directory.
+    """
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.rewrite_cache = Path(cwd).resolve() / "rewrite-cache"
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=env, cwd=cwd, bufsize=0, start_new_session=True)
         self.lock = threading.Lock()
@@ -92,6 +98,7 @@ class WarmServer:
     def close(self) -> None:
         _killpg(self.proc.pid)
         self.proc.wait()
+        shutil.rmtree(self.rewrite_cache, ignore_errors=True)
 
 
 def _killpg(pid: int) -> None:
@@ -166,12 +173,13 @@ class WarmLocalSandbox:
 
 def start_server(python: list[str], runner_dir: Path, env: dict[str, str], cwd: Path) -> WarmServer:
     """Start ``warm_zygote.py`` with ``python`` (argv prefix) from ``runner_dir``, which holds the runner."""
-    target = runner_dir / "warm_zygote.py"
-    if not target.is_file() or target.read_bytes() != ZYGOTE.read_bytes():
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        shutil.copyfile(ZYGOTE, tmp)
-        os.replace(tmp, target)
-    return WarmServer([*python, str(target)], env, cwd)
+    for source in (REWRITE_CACHE, ZYGOTE):
+        target = runner_dir / source.name
+        if not target.is_file() or target.read_bytes() != source.read_bytes():
+            tmp = target.with_suffix(f".{os.getpid()}.tmp")
+            shutil.copyfile(source, tmp)
+            os.replace(tmp, target)
+    return WarmServer([*python, str(runner_dir / ZYGOTE.name)], env, cwd)
 
 
 def run_forked(server: WarmServer, spec: EnvSpec, workspace: Path, request: RunRequest,
@@ -187,7 +195,8 @@ def run_forked(server: WarmServer, spec: EnvSpec, workspace: Path, request: RunR
         log = scratch / "output.log"
         with server.lock:
             rc = server.run({"request": str(scratch / "request.json"), "cwd": str(workspace),
-                             "env": child_env(scratch), "log": str(log)}, request.timeout_s)
+                             "env": child_env(scratch), "log": str(log),
+                             "rewrite_cache": str(server.rewrite_cache)}, request.timeout_s)
         report = read_ledger(read_records(Path(req["channel_path"])), exit_code=rc,
                              elapsed=time.monotonic() - start, output_tail=read_tail(log, 6000),
                              timed_out=rc is None, collect_only=request.collect_only)

@@ -37,7 +37,8 @@ REQUEST.json keys (unknown keys are ignored):
     coverage_source  list[str]  files/dirs whose lines are measured (relative to the cwd or absolute)
     coverage_json    str        where to write ``{relative file: {line: [node ids]}}``
     collect_only     bool       only collect: the collected node ids are sent as ``collected`` records
-    tracebacks       bool       false: ``--tb=no`` (the caller reads outcomes only)
+    tracebacks       bool       false: ``--tb=no``, and no failure's traceback is formatted (``BriefFailures``;
+                                the caller reads outcomes only)
     shadow_allowed   list[str]  top-level names the workspace may define (grading runs; see above)
     grading          bool       a grading run (see above)
 
@@ -183,6 +184,28 @@ class SelectPlugin:
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = keep
+
+
+class BriefFailures:
+    """``tracebacks: false``: a failed test's report holds its exception's last line, not a formatted traceback.
+
+    pytest formats every failure's traceback even under ``--tb=no`` (filtering and rendering its frames);
+    in a run where most tests fail (validation's gradings of broken code) that is most of the run. Outcomes
+    are decided before any formatting, and the parent reads outcomes only, so they are the same.
+    """
+
+    def pytest_collection_modifyitems(self, items: list[Any]) -> None:
+        for item in items:
+            item.repr_failure = _brief_failure
+            item._repr_failure_py = _brief_failure
+
+
+def _brief_failure(excinfo: Any, style: Any = None) -> str:
+    """The exception's last line (what a conftest hook matching ``str(report.longrepr)`` looks for), no frames."""
+    try:
+        return f"E   {excinfo.exconly()}\n(traceback not formatted: tracebacks=false)"
+    except Exception:  # an exception whose str() raises
+        return f"E   {excinfo.typename}\n(traceback not formatted: tracebacks=false)"
 
 
 def _split_nodeids(args: list[str]) -> tuple[list[str], list[str], list[str]]:
@@ -378,6 +401,8 @@ def main(argv: list[str]) -> int:
         plugins.append(SelectPlugin(nodeids, paths))
     cov = _coverage_start(request) if want_cov else None
     plugin = ReportPlugin(cov=cov, collect_only=collect_only)
+    if request.get("tracebacks", True) is False:
+        plugins.append(BriefFailures())
     exit_code = 3
     try:
         exit_code = int(pytest.main(args, plugins=[plugin, *plugins]))

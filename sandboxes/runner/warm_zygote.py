@@ -4,8 +4,9 @@ Standalone (stdlib + pytest + the runner next to it); it never imports taskforge
 the environment's interpreter, copied next to ``pytest_runner.py``. It never imports the project's
 code: every run forks from this pristine process, so no run sees another's modules or state.
 
-Protocol, one JSON line per run on stdin: ``{"request": PATH, "cwd": DIR, "env": {...}, "log": PATH}``.
-It answers ``pid N`` when the child started, then ``exit RC`` when it ended (RC < 0: killed by signal).
+Protocol, one JSON line per run on stdin: ``{"request": PATH, "cwd": DIR, "env": {...}, "log": PATH}``,
+optionally ``"rewrite_cache": DIR`` (the run loads assert-rewritten test modules it has seen before from
+there: ``rewrite_cache.py`` next to this file). It answers ``pid N`` when the child started, then ``exit RC`` when it ended (RC < 0: killed by signal).
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ def _child(req: dict, runner: object) -> int:
     sys.path[1:1] = roots  # where PYTHONPATH puts them in a fresh interpreter: after the script's folder
     tempfile.tempdir = None  # TMPDIR of this run, not the server's
     sys.argv = ["pytest_runner.py", req["request"]]
+    if req.get("rewrite_cache"):
+        try:
+            importlib.import_module("rewrite_cache").install(req["rewrite_cache"])
+        except ImportError:
+            pass  # an older server folder without it: every module is rewritten, as before
     return int(runner.main(sys.argv))  # type: ignore[attr-defined]
 
 

@@ -26,6 +26,7 @@ _BENCH_MODULES = {
     "session": "taskforge.bench.session",
     "feedback": "taskforge.bench.feedback",
     "corpus": "taskforge.bench.corpus",
+    "validation-cost": "taskforge.bench.validation_cost",
 }
 
 

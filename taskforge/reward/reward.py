@@ -38,7 +38,7 @@ from taskforge.core.patches import apply
 from taskforge.core.settings import Settings
 from taskforge.core.task import Task
 from taskforge.core.testreport import Outcome, ReportFlag, TestReport
-from taskforge.reward.canaries import plant_canaries
+from taskforge.reward.canaries import plant_canaries, write_plugin
 from taskforge.reward.monitor import scan_patch
 from taskforge.reward.patch_guard import ProtectedPaths, apply_vetted, vet_patch
 from taskforge.reward.result import ZEROING_FLAGS, RewardFlag, RewardResult
@@ -70,6 +70,34 @@ class EnvCache:
             return self._envs[key]
 
 
+class _PlantedMemo:
+    """The test files and canary plan of the last few seeded plans (``reward(plan_seed=...)``), thread-safe.
+
+    A seeded plan is a function of its seed and the files it plants into, so the next grading with the same
+    seed on the same files writes the stored files instead of planting again (only the grading plugin, whose
+    module name is always drawn afresh, is written anew)."""
+
+    def __init__(self, size: int = 4) -> None:
+        self._items: dict[Any, tuple[dict[str, str], Any]] = {}
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> tuple[dict[str, str], Any] | None:
+        if key is None:
+            return None
+        with self._lock:
+            return self._items.get(key)
+
+    def put(self, key: Any, value: tuple[dict[str, str], Any]) -> None:
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self._size:
+                self._items.pop(next(iter(self._items)))
+
+
+_PLANTED = _PlantedMemo()
+
+
 def _patch_paths(patch: str) -> set[str]:
     try:
         parsed = unidiff.PatchSet(patch)
@@ -96,12 +124,15 @@ def grading_limit_s(task: Task, settings: Settings) -> float:
 
 def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, settings: Settings | None = None,
            timeout_s: float | None = None, envs: EnvCache | None = None, tracebacks: bool = True,
-           trusted: bool = False) -> RewardResult:
+           trusted: bool = False, plan_seed: int | None = None) -> RewardResult:
     """Grade ``patch`` (a unified diff against the broken workspace) on ``task`` in a fresh workspace.
 
     ``tracebacks=False`` runs pytest with ``--tb=no`` (validation reads outcomes only); scores are the same.
     ``trusted=True`` (our own stand-ins at validation, never an agent's patch) lets the sandbox run the
     grading the fast way it runs validation (a warm fork) instead of a fresh confined process.
+    ``plan_seed`` (trusted gradings only; ignored otherwise): draw the canaries and the strict equality's name
+    from this seed instead of afresh, so that gradings of several stand-ins of one task plant byte-identical
+    test files (the warm runs then rewrite their asserts once, ``sandboxes/runner/rewrite_cache.py``).
     """
     settings = settings or Settings()
     timeout = float(timeout_s if timeout_s is not None else grading_limit_s(task, settings))
@@ -118,7 +149,8 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
             timings["total_s"] = time.monotonic() - start
             return _result(task, [RewardFlag.GRADER_ERROR], f"cannot prepare grading: {exc}", timings)
         timings["prepare_s"] = time.monotonic() - start
-        outcome = _assemble(task, patch, original, workspace)
+        rng = random.Random(plan_seed) if trusted and plan_seed is not None else None
+        outcome = _assemble(task, patch, original, workspace, rng)
         timings["workspace_s"] = time.monotonic() - start - timings["prepare_s"]
         if isinstance(outcome, RewardResult):
             timings["total_s"] = time.monotonic() - start
@@ -163,8 +195,11 @@ def _monitored(result: RewardResult, patch: str, settings: Settings, task: Task)
     return result
 
 
-def _assemble(task: Task, patch: str, original: Path, workspace: Path) -> RewardResult | tuple[Any, ...]:
-    """Build the grading workspace; a ``RewardResult`` (score 0) when grading must stop here."""
+def _assemble(task: Task, patch: str, original: Path, workspace: Path,
+              rng: random.Random | None = None) -> RewardResult | tuple[Any, ...]:
+    """Build the grading workspace; a ``RewardResult`` (score 0) when grading must stop here.
+
+    ``rng``: where the canaries and the strict equality's name come from (default: drawn afresh)."""
     shutil.copytree(original, workspace, symlinks=True)
     try:
         apply(task.setup_patch, workspace, what=f"setup_patch of {task.instance_id}")
@@ -202,12 +237,24 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path) -> Reward
     write_clean_ini(ini, workspace / ini_name)
     hidden = sorted(f for f in {n.split("::")[0] for n in task.fail_to_pass} if (workspace / f).is_file())
     src_root = next((r for r in spec.src_roots if (workspace / r).is_dir()), ".")
-    strict = f"_tfq{secrets.token_hex(5)}"
-    for rel in hidden:  # ``assert a == b`` an always-equal object cannot pass (taskforge.reward.strict_asserts)
-        path = workspace / rel
-        path.write_text(strict_source(path.read_text(encoding="utf-8"), strict), encoding="utf-8")
-    plan = plant_canaries(workspace, hidden, pass_to_pass=task.pass_to_pass, fail_to_pass=task.fail_to_pass,
-                          src_root=src_root, allowed_plugin_files=plugins, strict_eq=strict)
+    strict = f"_tfq{rng.getrandbits(40):010x}" if rng is not None else f"_tfq{secrets.token_hex(5)}"
+    originals = {rel: (workspace / rel).read_text(encoding="utf-8") for rel in hidden}
+    memo_key = (rng.getstate(), task.instance_id, task.fail_to_pass, task.pass_to_pass,
+                tuple(originals.items())) if rng is not None else None
+    if (planted := _PLANTED.get(memo_key)) is not None:  # the same seed on the same files: the same canaries
+        files, plan = planted
+        for rel, text in files.items():
+            (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+            (workspace / rel).write_text(text, encoding="utf-8")
+        plan = dataclasses.replace(plan, plugin_module=write_plugin(workspace, src_root, plugins, strict))
+    else:
+        for rel in hidden:  # ``assert a == b`` an always-equal object cannot pass (taskforge.reward.strict_asserts)
+            (workspace / rel).write_text(strict_source(originals[rel], strict), encoding="utf-8")
+        plan = plant_canaries(workspace, hidden, pass_to_pass=task.pass_to_pass, fail_to_pass=task.fail_to_pass,
+                              src_root=src_root, allowed_plugin_files=plugins, strict_eq=strict, rng=rng)
+        if memo_key is not None:
+            written = dict.fromkeys((*hidden, *plan.files))
+            _PLANTED.put(memo_key, ({rel: (workspace / rel).read_text(encoding="utf-8") for rel in written}, plan))
     selected = [*tests, *plan.nodeids]
     random.SystemRandom().shuffle(selected)  # canaries are not the last ids of the request
     args = ["-c", ini_name, "--rootdir=.", "--confcutdir=.", "-p", plan.plugin_module, *pinned_options(ini),

@@ -304,13 +304,19 @@ class BatteryResult:
 
 
 def run_battery(task: Task, original_tree: Path, grade: Callable[[str], Graded],
-                names: Iterable[str] | None = None) -> BatteryResult:
-    """Grade every stand-in (one ``grade(patch)`` call each, none skipped) against ``task``'s hidden tests.
+                names: Iterable[str] | None = None, *, stop_when_cheatable: bool = False,
+                deciding: Iterable[str] | None = None) -> BatteryResult:
+    """Grade every stand-in (one ``grade(patch)`` call each, in ``names`` order) against ``task``'s hidden tests.
+
+    None is skipped, unless ``stop_when_cheatable``: then grading stops as soon as the stand-ins graded so far
+    among ``deciding`` (default: all) make the result ``cheatable``. That verdict is final: more gradings only
+    add cheats and covered tests, so the rejection is the one grading them all gives.
 
     When no body of the deleted entities can be stood in for (nothing matched, the code does not parse),
     nothing is graded (a stand-in patch would be the gold patch) and ``error`` says why.
     """
     names, f2p = list(names if names is not None else STAND_INS), tuple(task.fail_to_pass)
+    decide = set(deciding if deciding is not None else names)
     try:
         patches, replaced = stand_in_patches(task, original_tree, names)
     except (TaskforgeError, cst.ParserSyntaxError) as exc:
@@ -324,6 +330,8 @@ def run_battery(task: Task, original_tree: Path, grade: Callable[[str], Graded],
         res = grade(patches[name])
         seconds[name] = round(time.monotonic() - start, 3)
         scores[name] = (float(res.score), tuple(n for n in f2p if res.outcomes.get(n) == "passed"))
+        if stop_when_cheatable and BatteryResult(f2p, {k: v for k, v in scores.items() if k in decide}).cheatable:
+            break
     return BatteryResult(f2p, scores, replaced, seconds)
 
 

@@ -21,9 +21,11 @@ Every run is killed after ``run_limit_s`` (k x the baseline's slowest suite run 
    ``SUITE_RED_AFTER_DELETION``; such ``p2p_broken`` runs stop at their first red test.
 5. ``contract`` through the reward path (``taskforge.reward.reward.reward``), exactly as an agent's patch is
    graded, in the repository's one environment (never rebuilt; each grading gets a fresh workspace):
-   repeat 1 grades the empty patch on the full FAIL_TO_PASS + PASS_TO_PASS set (score 0, every hidden
-   test red, every PASS_TO_PASS green: contract 1 and 3), then the gold patch on FAIL_TO_PASS + the
-   affected PASS_TO_PASS (score 1: contract 2 and 4). Repeats after the first grade the empty patch on
+   repeat 1 grades the gold patch on FAIL_TO_PASS + the affected PASS_TO_PASS (+ the PASS_TO_PASS of the
+   hidden files, where the grading harness edits, when they at most double it) (score 1: contract 2 and 4;
+   first, as the smaller grading and the likelier to reject), then the empty patch on the full
+   FAIL_TO_PASS + PASS_TO_PASS set (score 0, every hidden test red, every PASS_TO_PASS green: contract 1
+   and 3). Repeats after the first grade the empty patch on
    FAIL_TO_PASS + affected only, and re-run the affected tests of the modified files on the agent's
    workspace; the gold patch is graded again only when the baseline has fewer runs than the repeats
    asked for: with the gold patch every file is the original, so the baseline's N runs (every
@@ -32,9 +34,15 @@ Every run is killed after ``run_limit_s`` (k x the baseline's slowest suite run 
    empty-patch grading ran once more under the same grading harness; with the gold patch the code it
    runs is the original, i.e. the baseline's. PASS_TO_PASS tests red in the empty-patch grading (e.g. a
    restored test module importing the deleted name) must pass on the agent's workspace and are added to
-   every gold grading.
+   every gold grading (repeat 1 grades the gold patch again when one of them was not in its first).
 6. ``audit``: scrub the agent's workspace and search it, its git store and the environment for the
    deleted code (``taskforge.audit.audit``) -> ``LEAK_FOUND``.
+7. ``battery`` (``Settings.battery``): cheap stand-ins for the deleted code graded on the hidden tests
+   (``taskforge.validate.battery``) -> ``CHEATABLE``; grading stops once the verdict is certain.
+
+The warm sandbox's runs (every check above but the gold gradings, which are confined) share a cache of
+assert-rewritten test modules keyed by their bytes (``sandboxes/runner/rewrite_cache.py``): a test file
+is rewritten once per worker, not once per run; the battery's gradings plant identical canaries for that.
 
 ``mode="naive"`` (the benchmark's reference) runs the same checks the expensive way: every check runs
 the full suite, every grading grades every test, and every run gets a fresh copy of the environment.
@@ -45,6 +53,7 @@ the full suite, every grading grades every test, and every run gets a fresh copy
 from __future__ import annotations
 
 import dataclasses
+import secrets
 import shutil
 import tempfile
 import time
@@ -170,7 +179,8 @@ class _Validation:
         return out.report.nodeids(), errors
 
     def grade(self, task: Task, patch: str, trees: Any, *, trusted: bool = False,
-              timeout_s: float | None = None, settings: Settings | None = None) -> Any:
+              timeout_s: float | None = None, settings: Settings | None = None,
+              plan_seed: int | None = None) -> Any:
         """Grade through the reward path; ``trusted`` (our own code: the empty patch, the battery's
         stand-ins) may fork from the warm sandbox, the gold patch is graded as an agent's patch is."""
         from taskforge.reward.reward import reward
@@ -178,7 +188,7 @@ class _Validation:
         t = time.monotonic()
         res = reward(task, patch, sandbox=self.sandbox, trees=trees, tracebacks=self.naive,
                      settings=settings or self.settings, trusted=trusted, timeout_s=timeout_s or self.limit_s,
-                     envs=FixedEnv(self.env_for_run()))  # type: ignore[arg-type]
+                     envs=FixedEnv(self.env_for_run()), plan_seed=plan_seed)  # type: ignore[arg-type]
         self.test_seconds += time.monotonic() - t
         return res
 
@@ -325,7 +335,10 @@ class _Validation:
         """Grade the cheap stand-ins on the hidden tests; each grading is recorded as a validation run.
 
         ``frame_oracle`` is graded and recorded but rejects nothing: it beats any ``assert f(x) == y``
-        test, and the reward's patch monitor zeroes what reads frames (``frame_inspection``).
+        test, and the reward's patch monitor zeroes what reads frames (``frame_inspection``). Grading stops
+        once the stand-ins graded so far make the task cheatable (the rejection is then certain). All
+        gradings of one battery plant the same canaries (one ``plan_seed``, drawn afresh per battery): their
+        test files are byte-identical, so the warm runs rewrite the hidden tests' asserts once.
         """
         from taskforge.reward.workspace import DirectoryTrees
         from taskforge.validate.battery import STAND_INS, run_battery
@@ -338,15 +351,18 @@ class _Validation:
         gold_s = max((r.seconds for r in self.runs if r.check == "gold_patch"), default=10.0)
         timeout = min(self.limit_s, max(30.0, 5 * gold_s))
         lenient = dataclasses.replace(self.settings, monitor_zero=False)  # a score means the tests were fooled
+        seed = secrets.randbits(64)
 
         def grade(patch: str) -> Any:  # run_battery grades the stand-ins in ``names`` order
             name = next(order)
-            res = self.grade(hidden_only, patch, trees, trusted=True, timeout_s=timeout, settings=lenient)
+            res = self.grade(hidden_only, patch, trees, trusted=True, timeout_s=timeout, settings=lenient,
+                             plan_seed=seed)
             self.runs.append(ValidationRun(f"battery_{name}", 1, res.score == 0.0, dict(res.outcomes),
                                            res.timings.get("total_s", 0.0)))
             return res
 
-        result = run_battery(task, self.profile.repo_dir, grade, names=names)
+        result = run_battery(task, self.profile.repo_dir, grade, names=names, stop_when_cheatable=True,
+                             deciding=[n for n in names if n != "frame_oracle"])
         return dataclasses.replace(result, scores={k: v for k, v in result.scores.items() if k != "frame_oracle"})
 
     def _affected(self, before: Mapping[str, str | None], after: Mapping[str, str | None],
@@ -365,12 +381,28 @@ class _Validation:
                           self.job.provenance, self.settings)
 
     def _contract(self, task: Task, affected_p2p: tuple[str, ...], ws: Path) -> CandidateResult | None:
-        """Empty patch scores 0 (F2P red), gold scores 1 — through the reward path, repeated (docstring)."""
+        """Empty patch scores 0 (F2P red), gold scores 1 — through the reward path, repeated (docstring).
+
+        Repeat 1 grades the gold patch first: it is the smaller grading and the likelier to reject. It also
+        grades the PASS_TO_PASS tests of the hidden files (the files the grading harness edits: canaries,
+        strict equality), where tests red in the empty-patch grading mostly are, when they at most double
+        the grading; a red one it did not grade makes repeat 1 grade the gold patch again.
+        """
         from taskforge.reward.workspace import DirectoryTrees
 
         trees = DirectoryTrees(self.profile.repo_dir)
         red_in_empty: set[str] = set()
+        first_gold: tuple[str, ...] = ()
         for repeat in range(1, max(1, self.settings.validation_repeats) + 1):
+            t = time.monotonic()
+            gold_first = repeat == 1 and not self.naive
+            if gold_first:  # + the PASS_TO_PASS tests of the hidden files: where the grading harness edits
+                hidden_files = {n.split("::", 1)[0] for n in task.fail_to_pass}
+                extra = {n for n in task.pass_to_pass if n.split("::", 1)[0] in hidden_files} - set(affected_p2p)
+                bounded = len(extra) <= len(task.fail_to_pass) + len(affected_p2p)  # at most twice the grading
+                first_gold = tuple(sorted(set(affected_p2p) | (extra if bounded else set())))
+                if (verdict := self._gold(task, first_gold, repeat, trees, t)) is not None:
+                    return verdict
             t = time.monotonic()
             full = repeat == 1 or self.naive
             graded = task if full else dataclasses.replace(task, pass_to_pass=affected_p2p)
@@ -389,18 +421,23 @@ class _Validation:
                 report = self.run_tests(ws, self.repeat_hidden, "p2p_broken", repeat)
                 if not report.all_ok(self.repeat_hidden):
                     return self.reject(RejectReason.UNSTABLE, f"p2p_broken repeat {repeat} disagrees")
+            if gold_first and red_in_empty <= set(first_gold):
+                continue  # graded above on these tests
             if repeat > 1 and not self.naive and self.profile.baseline.runs >= self.settings.validation_repeats:
                 continue  # the gold code is the original: the baseline's N runs are its repeats (docstring)
             gold_p2p = task.pass_to_pass if self.naive else tuple(sorted(set(affected_p2p) | red_in_empty))
-            graded = dataclasses.replace(task, pass_to_pass=gold_p2p)
-            res = self.grade(graded, task.patch, trees)
-            ok = res.score == 1.0
-            self.runs.append(ValidationRun("gold_patch", repeat, ok, dict(res.outcomes),
-                                           res.timings.get("total_s", 0.0)))
-            self.lap("gold_patch", t)
-            if not ok:
-                return self._contract_reject("gold_patch", repeat, res, graded)
+            if (verdict := self._gold(task, gold_p2p, repeat, trees, t)) is not None:
+                return verdict
         return None
+
+    def _gold(self, task: Task, p2p: tuple[str, ...], repeat: int, trees: Any, t: float) -> CandidateResult | None:
+        """Grade the gold patch on FAIL_TO_PASS + ``p2p`` as an agent's patch is graded: it must score 1."""
+        graded = dataclasses.replace(task, pass_to_pass=p2p)
+        res = self.grade(graded, task.patch, trees)
+        ok = res.score == 1.0
+        self.runs.append(ValidationRun("gold_patch", repeat, ok, dict(res.outcomes), res.timings.get("total_s", 0.0)))
+        self.lap("gold_patch", t)
+        return None if ok else self._contract_reject("gold_patch", repeat, res, graded)
 
     def _contract_reject(self, check: str, repeat: int, res: Any, graded: Task) -> CandidateResult:
         outcomes = dict(res.outcomes)

@@ -1,0 +1,143 @@
+"""What makes validation cheaper keeps its verdicts: the battery's early stop, one canary plan per battery."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from reward_fixtures import MINILIB, MINILIB_SPEC, build_stub_task, write_tree
+
+from taskforge.core.patches import read_tree
+from taskforge.core.task import Task
+from taskforge.reward.reward import _assemble
+from taskforge.reward.workspace import DirectoryTrees, walk_files
+from taskforge.validate.battery import STAND_INS, run_battery
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory: pytest.TempPathFactory) -> tuple[Task, Path]:
+    base = tmp_path_factory.mktemp("minilib")
+    orig = write_tree(base / "orig", MINILIB)
+    return build_stub_task(orig, base, module="minilib/text.py", function="shout", spec=MINILIB_SPEC,
+                           repo="minilib"), orig
+
+
+def _grader(scoring: str, calls: list[str]):
+    def grade(patch: str) -> SimpleNamespace:
+        calls.append(patch)
+        hit = scoring == "always_equal" and "_TfAnything()\n" in patch and "_tf_ast" not in patch
+        return SimpleNamespace(score=1.0 if hit else 0.0, outcomes={})
+    return grade
+
+
+def test_the_battery_stops_once_a_deciding_stand_in_scores(task: tuple[Task, Path]) -> None:
+    t, orig = task
+    calls: list[str] = []
+    res = run_battery(t, orig, _grader("always_equal", calls), stop_when_cheatable=True)
+    assert len(calls) == 1 and res.cheats == ("always_equal",) and res.cheatable
+    calls.clear()
+    full = run_battery(t, orig, _grader("always_equal", calls))  # the default grades every stand-in
+    assert len(calls) == len(STAND_INS) and full.cheatable and full.cheats == res.cheats
+    calls.clear()
+    run_battery(t, orig, _grader("always_equal", calls), stop_when_cheatable=True,
+                          deciding=[n for n in STAND_INS if n != "always_equal"])
+    assert len(calls) == len(STAND_INS)  # a score of a stand-in that decides nothing never stops it
+
+
+def _test_files(task: Task, orig: Path, dest: Path, rng: random.Random | None) -> tuple[dict[str, str | None], str]:
+    (dest / "original").mkdir(parents=True)
+    DirectoryTrees(orig).materialize(task, dest / "original")
+    out = _assemble(task, "", dest / "original", dest / "ws", rng)
+    assert isinstance(out, tuple)
+    plan = out[1]
+    assert (dest / "ws" / f"{plan.plugin_module}.py").is_file()
+    files = [p for p in walk_files(dest / "ws") if p.startswith("tests/")]
+    return read_tree(dest / "ws", files), plan.plugin_module
+
+
+def test_one_plan_seed_plants_byte_identical_test_files_and_fresh_draws_differ(task: tuple[Task, Path],
+                                                                                  tmp_path: Path) -> None:
+    t, orig = task
+    a, plugin_a = _test_files(t, orig, tmp_path / "a", random.Random(7))
+    b, plugin_b = _test_files(t, orig, tmp_path / "b", random.Random(7))  # the second from the stored plan
+    c, _ = _test_files(t, orig, tmp_path / "c", None)
+    assert a == b and plugin_a != plugin_b  # the grading plugin's module name is always drawn afresh
+    assert a != c  # without a seed: canaries and the strict equality's name drawn afresh
+    d, _ = _test_files(t, orig, tmp_path / "d", random.Random(8))
+    assert d != a
+
+
+OUTCOMES = '''\
+import pytest
+
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("setup fails")
+
+
+def test_fails():
+    assert 1 == 2
+
+
+def test_errors_in_setup(broken):
+    pass
+
+
+@pytest.mark.xfail(strict=True)
+def test_xfails():
+    raise ValueError("expected")
+
+
+@pytest.mark.xfail(strict=True)
+def test_xpasses_strictly():
+    pass
+
+
+def test_skips():
+    pytest.skip("no")
+
+
+def test_passes():
+    pass
+'''
+
+
+def test_unformatted_failures_give_the_outcomes_formatted_ones_give(tmp_path: Path) -> None:
+    from sandboxes.fakes import SubprocessSandbox
+    from sandboxes.protocol import RunRequest
+    from taskforge.core.environment import EnvSpec
+
+    ws = write_tree(tmp_path / "ws", {"tests/test_outcomes.py": OUTCOMES})
+    box = SubprocessSandbox()
+    env = box.prepare(EnvSpec("demo", "3.11", "", test_paths=("tests",)), ws)
+    plain, brief = (box.run(env, ws, RunRequest(tests=(), timeout_s=120, tracebacks=tb)).report for tb in (True, False))
+    assert plain.outcomes() == brief.outcomes() and len(brief.outcomes()) == 6
+    assert "RuntimeError: setup fails" in plain.output_tail
+    assert "setup fails" not in brief.output_tail  # formatted, its summary line would quote the message
+
+
+def test_bench_validation_cost_splits_test_time_per_check_and_rejection(tmp_path: Path) -> None:
+    import json
+
+    from taskforge.bench.validation_cost import corpus_cost
+
+    journal = tmp_path / "packages/demo/dataset/.journal/demo"
+    journal.mkdir(parents=True)
+    runs = [{"check": "early_broken", "seconds": 1.0}, {"check": "empty_patch", "seconds": 2.0},
+            {"check": "battery_none", "seconds": 0.5}, {"check": "battery_skip", "seconds": 0.5}]
+    (journal / "a.json").write_text(json.dumps({"task": {"validation": json.dumps(runs)}, "test_seconds": 4.0}))
+    (journal / "b.json").write_text(json.dumps({"rejected": {"reason": "gold_failed"}, "test_seconds": 2.0}))
+    profile = tmp_path / "work/profiles/p1"
+    profile.mkdir(parents=True)
+    (profile / "profile.json").write_text(json.dumps({"snapshot": {"name": "demo", "version": "1"}}))
+    (profile / "baseline.json").write_text(json.dumps({"run_seconds": [9.0, 2.0, 2.0, 2.0]}))
+    cost = corpus_cost(tmp_path)
+    demo = cost["demo"]
+    assert demo["suite_s"] == 2.0 and demo["accepted"] == 1 and demo["decided"] == 2
+    assert demo["suite_eq_per_task"] == 3.0  # (4 + 2) s / 2 s / 1 task
+    assert demo["accepted_by_check"] == {"empty_patch": 1.0, "early_broken": 0.5, "battery": 0.5}
+    assert demo["runs_per_task"]["battery"] == 2 and demo["rejected_by_reason"] == {"gold_failed": 1.0}
+    assert cost["all"] == {"accepted": 1, "suite_eq_per_task": 3.0}
