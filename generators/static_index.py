@@ -34,8 +34,9 @@ _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "env", ".tox", "
                         ".pytest_cache", ".taskforge"})
 _NON_SOURCE_DIRS = frozenset({"tests", "test", "testing", "docs", "doc", "examples", "example", "benchmarks",
                               "scripts", "bin", "tools"})
-_NON_SOURCE_FILES = frozenset({"setup.py", "conftest.py", "noxfile.py", "fabfile.py", "tasks.py",
-                               "__main__.py"})
+# ``__main__.py`` is source: ``python -m pkg`` and tests (``import_module('pkg.__main__')``) import it, so a
+# deletion must see (and edit) its imports of the package (python-slugify 9.2.0)
+_NON_SOURCE_FILES = frozenset({"setup.py", "conftest.py", "noxfile.py", "fabfile.py", "tasks.py"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,11 +298,14 @@ def _assemble(facts: list[FileFacts], errors: list[str]) -> StaticIndex:
     drafts: dict[str, Entity] = {}
     aliases: dict[str, str] = {}
     bases: dict[str, tuple[str, ...]] = {}
+    stars: dict[str, list[str]] = defaultdict(list)  # module -> modules it star-imports (``from .m import *``)
     for f in facts:
         for e in f.entities:
             drafts.setdefault(e.qualname, e)
         aliases.update(f.aliases)
         bases.update(f.class_bases)
+        if not f.is_test and f.module:
+            stars[f.module].extend(m for m in f.star_imports if m != f.module)
     top_level = {q.split(".", 1)[0] for q in drafts}
 
     def resolve(name: str, depth: int = 0) -> str | None:
@@ -316,6 +320,13 @@ def _assemble(facts: list[FileFacts], errors: list[str]) -> StaticIndex:
             if target is not None and target != prefix:
                 rest = parts[i:]
                 return resolve(".".join([target, *rest]), depth + 1)
+        for i in range(len(parts) - 1, 0, -1):  # ``pkg.name`` that ``pkg`` star-imports from ``pkg.mod``
+            if parts[i].startswith("_"):
+                continue  # ``import *`` skips private names
+            for src in stars.get(".".join(parts[:i]), ()):
+                found = resolve(".".join([src, *parts[i:]]), depth + 1)
+                if found is not None:
+                    return found
         for i in range(len(parts) - 1, 0, -1):  # inherited member: Class.meth where meth is on a base
             owner = ".".join(parts[:i])
             if owner in drafts and drafts[owner].kind is EntityKind.CLASS and i == len(parts) - 1:

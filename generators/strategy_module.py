@@ -17,7 +17,8 @@ from generators import cst_edit
 from generators.deletion import Deletion
 from generators.deletion_build import build
 from generators.static_index import StaticIndex
-from generators.strategy_delete import MAX_DEPENDENTS, deletion_edits, plan_deletion
+from generators.dependent_stubs import stub_edits
+from generators.strategy_delete import MAX_DEPENDENTS, deletion_edits, plan_bigger, plan_deletion
 from taskforge.core.entities import Entity, EntityKind
 from taskforge.core.outcomes import Rejected, RejectReason
 
@@ -39,9 +40,15 @@ class ModuleStrategy:
             return Rejected(cid, RejectReason.TRIVIAL_BODY,
                             f"{entity.qualname} is a package or an empty module; only plain modules are removed")
         plan = plan_deletion(entity, index, cid, max_dependents=self.max_dependents)
-        if isinstance(plan, Rejected):
-            return plan
-        deleted, dependents, helpers = plan
+        stubbed: list[str] = []
+        if isinstance(plan, Rejected):  # a bigger task: the users the plan could not delete are stubbed
+            bigger = plan_bigger(entity, index, cid, plan)
+            if isinstance(bigger, Rejected):
+                return bigger
+            deleted, helpers, stubbed = bigger
+            dependents: list[str] = []
+        else:
+            deleted, dependents, helpers = plan
         entities = [index.entity(q) for q in deleted]
         edits = {f: e for f, e in deletion_edits(entities, index).items() if f != entity.file}
         # every project file that imports the module loses those imports
@@ -51,11 +58,9 @@ class ModuleStrategy:
             base = edits.get(f) or cst_edit.FileEdit(module=_module_of(f, index),
                                                      is_package=f.endswith("__init__.py"))
             edits[f] = replace(base, remove_import_modules=base.remove_import_modules | {entity.qualname})
-        extra_files = {e.file for e in entities if e.file != entity.file}
-        if any(f == entity.file for f in extra_files):
-            return Rejected(cid, RejectReason.TRANSFORM_FAILED, "internal: module file listed twice")
-        return build(self.name, entity, deleted, index, repo_root, edits, delete_files=[entity.file],
-                     dependents=dependents, helpers=helpers, candidate_id=cid)
+        edits = stub_edits(edits, [index.entity(q) for q in stubbed], index)
+        return build(self.name, entity, [*deleted, *stubbed], index, repo_root, edits, delete_files=[entity.file],
+                     dependents=dependents, helpers=helpers, candidate_id=cid, stubbed=stubbed)
 
 
 def _module_of(file: str, index: StaticIndex) -> str:
