@@ -320,18 +320,29 @@ def _assemble(facts: list[FileFacts], errors: list[str]) -> StaticIndex:
             if target is not None and target != prefix:
                 rest = parts[i:]
                 return resolve(".".join([target, *rest]), depth + 1)
-        for i in range(len(parts) - 1, 0, -1):  # ``pkg.name`` that ``pkg`` star-imports from ``pkg.mod``
-            if parts[i].startswith("_"):
-                continue  # ``import *`` skips private names
-            for src in stars.get(".".join(parts[:i]), ()):
-                found = resolve(".".join([src, *parts[i:]]), depth + 1)
-                if found is not None:
-                    return found
+        found = through_star(parts)
+        if found is not None:
+            return found
         for i in range(len(parts) - 1, 0, -1):  # inherited member: Class.meth where meth is on a base
             owner = ".".join(parts[:i])
             if owner in drafts and drafts[owner].kind is EntityKind.CLASS and i == len(parts) - 1:
                 return lookup_member(owner, parts[i], set())
         return None
+
+    star_memo: dict[str, str | None] = {}
+
+    def through_star(parts: list[str]) -> str | None:
+        """``pkg.name`` where ``pkg`` (the longest module prefix) star-imports ``name`` from ``pkg.mod``."""
+        i = next((i for i in range(len(parts) - 1, 0, -1) if ".".join(parts[:i]) in drafts), 0)
+        module = ".".join(parts[:i])
+        if not i or parts[i].startswith("_") or not stars.get(module):  # ``import *`` skips private names
+            return None
+        name = ".".join(parts)
+        if name not in star_memo:
+            star_memo[name] = None  # a star cycle (a imports * from b, b from a) ends here
+            star_memo[name] = next((found for src in stars[module]
+                                    if (found := resolve(".".join([src, *parts[i:]]), 1)) is not None), None)
+        return star_memo[name]
 
     def lookup_member(cls: str, attr: str, seen: set[str]) -> str | None:
         if cls in seen:

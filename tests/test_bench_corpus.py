@@ -248,3 +248,20 @@ def test_cpu_of_short_process_chains_is_counted_once(tmp_path: Path) -> None:
     children = float((tmp_path / "log").read_text().split()[-1])
     assert run.status == "exited" and children >= 1.7
     assert children <= run.cpu_s <= children + 1.0  # the root's own start-up on top, never the chains twice
+
+
+def test_task_key_counts_twins_once_and_bigger_tasks_apart() -> None:
+    from taskforge.bench.corpus_report import distinct_tasks, task_key
+
+    def task(strategy: str, entity: str, entities: list[str], stubbed: list[str] | None = None) -> dict:
+        prov = {"candidate": {"strategy": strategy, "entity": entity}}
+        return {"entities": entities, "provenance": {**prov, **({"stubbed_dependents": stubbed} if stubbed else {})}}
+
+    stub = task("stub", "m.f", ["m.f"])
+    delete = task("delete", "m.f", ["m.f", "m._helper"])  # the delete twin takes a private helper along
+    bigger = task("delete", "m.f", ["m.f", "m.g"], stubbed=["m.g"])  # m.g stubbed too: more to implement
+    klass = [task("stub", "m.C", ["m.C.a", "m.C.b"]), task("delete", "m.C", ["m.C", "m.C.a", "m.C.b"])]
+    assert task_key(bigger) == ("m.f", "m.g")
+    assert distinct_tasks([stub, delete, bigger, *klass]) == 3
+    assert distinct_tasks([{"entities": ["m.b", "m.a"]}, {"entities": ["m.a", "m.b"]}]) == 1  # no provenance
+    assert task_key({"key": ["m.f"], "entities": ["x"]}) == ("m.f",)  # a written record's key wins
