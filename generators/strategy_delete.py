@@ -25,8 +25,8 @@ from pathlib import Path
 
 from generators import cst_edit
 from generators.deletion import Deletion
-from generators.dependent_stubs import MAX_STUBBED, stub_edits, stub_refusal
 from generators.deletion_build import USE_KINDS, build, is_use, module_name_of, top_level
+from generators.dependent_stubs import MAX_STUBBED, stub_edits, stub_refusal
 from generators.static_index import StaticIndex
 from taskforge.core.entities import Entity, EntityKind, Reference
 from taskforge.core.outcomes import Rejected, RejectReason

@@ -16,8 +16,8 @@ from pathlib import Path
 from generators import cst_edit
 from generators.deletion import Deletion
 from generators.deletion_build import build
-from generators.static_index import StaticIndex
 from generators.dependent_stubs import stub_edits
+from generators.static_index import StaticIndex
 from generators.strategy_delete import MAX_DEPENDENTS, deletion_edits, plan_bigger, plan_deletion
 from taskforge.core.entities import Entity, EntityKind
 from taskforge.core.outcomes import Rejected, RejectReason

@@ -44,14 +44,14 @@ def _apply(tree: Path, patch: str, what: str) -> None:
     assert res.returncode == 0, f"{what}: {res.stderr}"
 
 
-def reverify_plainly(task, archive: Path, python: Path, tmp_path: Path) -> None:
+def reverify_plainly(task, archive: Path, python: Path, tmp_path: Path, top: str = f"{PACKAGE}-{VERSION}") -> None:
     """The task holds with plain tools: sdist + ``git apply`` + ``pytest``: P2P green on the broken tree,
-    F2P red once the tests are back, everything green with the gold patch."""
+    F2P red once the tests are back, everything green with the gold patch. ``top``: the sdist's folder."""
     ws = tmp_path / task.instance_id
     ws.mkdir()
     with tarfile.open(archive) as tar:
         tar.extractall(ws, filter="data")
-    tree = ws / f"{PACKAGE}-{VERSION}"
+    tree = ws / top
     _apply(tree, task.setup_patch, f"setup_patch of {task.instance_id}")
     p2p = _pytest(python, tree, task.pass_to_pass)
     assert {n: p2p.get(n, "missing") for n in task.pass_to_pass} == dict.fromkeys(task.pass_to_pass, "passed")
