@@ -363,6 +363,12 @@ def _assemble(facts: list[FileFacts], errors: list[str]) -> StaticIndex:
     for f in facts:
         for raw in f.refs:
             target = _resolve_raw(raw, resolve, lookup_member)
+            if target is not None and raw.kind not in ("import", "reexport") and drafts[target].kind is EntityKind.MODULE:
+                # ``pkg.sub`` used as a value where pkg's ``from .sub import *`` binds a ``sub`` of its own
+                # (python-slugify: ``from slugify import slugify`` is the function, not the submodule)
+                shadow = through_star(target.split("."))
+                if shadow is not None and drafts[shadow].kind is not EntityKind.MODULE:
+                    target = shadow
             ref = Reference(raw.file, raw.line, raw.kind, raw.in_entity, raw.is_test)
             if target is not None:
                 refs[target].add(ref)

@@ -182,3 +182,19 @@ def test_main_module_is_indexed_and_its_guarded_call_is_not_import_time(repo) ->
     assert isinstance(StubStrategy().delete(index.entity("pkg.__main__.main"), index, root), Deletion)
     # lonely is imported by __main__: the deletion sees that use
     assert any(r.file == "pkg/__main__.py" for r in index.entity("pkg.core.lonely").references)
+
+
+def test_a_star_imported_name_shadows_the_submodule_of_the_same_name(tmp_path: Path) -> None:
+    # python-slugify: ``from .slugify import *`` in the package makes ``slugify.slugify`` the function
+    patches.write_tree({
+        "pkg/__init__.py": "from .pkg import *\n",
+        "pkg/pkg.py": "__all__ = ['pkg']\n\n\ndef pkg(x):\n    y = x\n    return y\n",
+        "tests/test_p.py": "from functools import partial\nfrom pkg import pkg as public\n\n"
+                           "bound = partial(public, 1)\n\n\ndef test_p():\n    assert bound() == 1\n",
+    }, tmp_path)
+    index = build_index(tmp_path, SPEC)
+    refs = index.entity("pkg.pkg.pkg").references
+    assert any(r.is_test and r.line == 4 and r.kind == "name" for r in refs)
+    from generators.import_time import files_broken_by_removal
+
+    assert files_broken_by_removal(index, tmp_path, ("pkg.pkg.pkg",)) == {"tests/test_p.py"}
