@@ -265,3 +265,5 @@ def test_task_key_counts_twins_once_and_bigger_tasks_apart() -> None:
     assert distinct_tasks([stub, delete, bigger, *klass]) == 3
     assert distinct_tasks([{"entities": ["m.b", "m.a"]}, {"entities": ["m.a", "m.b"]}]) == 1  # no provenance
     assert task_key({"key": ["m.f"], "entities": ["x"]}) == ("m.f",)  # a written record's key wins
+    row = {"entities": ["m.f", "m.g"], "provenance": json.dumps(bigger["provenance"])}  # a journal's task row
+    assert task_key(row) == ("m.f", "m.g")

@@ -1,10 +1,11 @@
 """A formerly rejected candidate of a real package becomes a bigger task that holds (marker ``realrepo``).
 
-python-slugify 9.2.0: ``delete:slugify.slugify._modern_truncate`` was rejected (``import_broken``: the
-delete cascade took ``slugify()`` with it, and ``slugify/__main__.py``, invisible to the index, kept
-importing it, so ``tests/test_cli_interrupt.py`` stopped collecting). Now ``__main__.py`` is indexed and
-the user that cannot go (``_modern_slugify``, used by the public ``slugify``) is stubbed: the task deletes
-``_modern_truncate`` and stubs ``_modern_slugify``, hides the tests of both, and holds under plain
+python-slugify 9.2.0: ``delete:slugify.slugify._numeric_reference`` was rejected (``import_broken``: the
+delete cascade took ``_decode_entities``, ``_modern_slugify`` and ``slugify()`` with it, and
+``slugify/__main__.py``, invisible to the index, kept importing ``slugify``, so
+``tests/test_cli_interrupt.py`` stopped collecting). Now ``__main__.py`` is indexed, and the user that
+cannot go (``_decode_entities``, used by ``_modern_slugify``) is stubbed: the task deletes
+``_numeric_reference`` and stubs ``_decode_entities``, hides the tests of both, and holds under plain
 ``git apply`` + ``pytest`` on the PyPI sdist.
 """
 
@@ -26,7 +27,7 @@ from taskforge.validate.steps import CandidateJob, validate_candidate
 
 pytestmark = [pytest.mark.realrepo, pytest.mark.slow]
 SOURCE, TOP = "pypi:python-slugify==9.2.0", "python_slugify-9.2.0"
-CANDIDATE = "delete:slugify.slugify._modern_truncate"
+CANDIDATE = "delete:slugify.slugify._numeric_reference"
 
 
 def _settings() -> Settings:
@@ -57,8 +58,8 @@ def test_a_formerly_rejected_delete_becomes_a_bigger_task_that_holds(slugify, tm
     res = validate_candidate(CandidateJob(str(pdir), cand, _settings().to_dict()))
     assert res.rejected is None, res.outcome
     task = res.outcome.task
-    assert task.provenance["stubbed_dependents"] == ["slugify.slugify._modern_slugify"]
-    assert "slugify.slugify._modern_slugify" in task.entities and "+_modern_slugify-" in task.instance_id
-    assert "`slugify.slugify._modern_slugify`" in task.problem_statement
+    assert task.provenance["stubbed_dependents"] == ["slugify.slugify._decode_entities"]
+    assert "slugify.slugify._decode_entities" in task.entities and "+_decode_entities-" in task.instance_id
+    assert "`slugify.slugify._decode_entities`" in task.problem_statement
     assert "raise NotImplementedError" in task.setup_patch
     reverify_plainly(task, archive, python, tmp_path, top=TOP)

@@ -110,7 +110,12 @@ def task_key(task: Mapping[str, Any]) -> tuple[str, ...]:
     if task.get("key"):
         return tuple(task["key"])
     prov = task.get("provenance") or {}
-    cand = prov.get("candidate") or {}
+    if isinstance(prov, str):  # a journal's task row keeps it as JSON text
+        try:
+            prov = json.loads(prov)
+        except ValueError:
+            prov = {}
+    cand = prov.get("candidate") or {} if isinstance(prov, dict) else {}
     if cand.get("entity") and cand.get("strategy") in _SINGLE_ENTITY_STRATEGIES:
         return (str(cand["entity"]), *sorted(prov.get("stubbed_dependents", ())))
     return tuple(sorted(task.get("entities", ())))
