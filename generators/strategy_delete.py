@@ -52,16 +52,10 @@ class DeleteStrategy:
         cid = f"delete:{entity.qualname}"
         if not self.applies_to(entity):
             return Rejected(cid, RejectReason.TRIVIAL_BODY, f"{entity.qualname} has no body to delete")
-        plan = plan_deletion(entity, index, cid)
-        stubbed: list[str] = []
+        plan = plan_or_bigger(entity, index, cid)
         if isinstance(plan, Rejected):
-            bigger = plan_bigger(entity, index, cid, plan)
-            if isinstance(bigger, Rejected):
-                return bigger
-            deleted, helpers, stubbed = bigger
-            dependents: list[str] = []
-        else:
-            deleted, dependents, helpers = plan
+            return plan
+        deleted, dependents, helpers, stubbed = plan
         edits = deletion_edits([index.entity(q) for q in deleted], index)
         edits = stub_edits(edits, [index.entity(q) for q in stubbed], index)
         notes = _dynamic_notes(deleted, index)
@@ -103,6 +97,19 @@ def plan_deletion(target: Entity, index: StaticIndex, cid: str, max_dependents: 
         add(helper)
         helpers.append(helper.qualname)
     return list(deleted), dependents, helpers
+
+
+def plan_or_bigger(target: Entity, index: StaticIndex, cid: str, max_dependents: int = MAX_DEPENDENTS
+                   ) -> tuple[list[str], list[str], list[str], list[str]] | Rejected:
+    """``(deleted, dependents, helpers, stubbed)``: ``plan_deletion``, or when it rejects, ``plan_bigger``."""
+    plan = plan_deletion(target, index, cid, max_dependents=max_dependents)
+    if not isinstance(plan, Rejected):
+        return (*plan, [])
+    bigger = plan_bigger(target, index, cid, plan)
+    if isinstance(bigger, Rejected):
+        return bigger
+    deleted, helpers, stubbed = bigger
+    return deleted, [], helpers, stubbed
 
 
 def plan_bigger(target: Entity, index: StaticIndex, cid: str, refused: Rejected, max_stubbed: int = MAX_STUBBED

@@ -18,7 +18,7 @@ from generators.deletion import Deletion
 from generators.deletion_build import build
 from generators.dependent_stubs import stub_edits
 from generators.static_index import StaticIndex
-from generators.strategy_delete import MAX_DEPENDENTS, deletion_edits, plan_bigger, plan_deletion
+from generators.strategy_delete import MAX_DEPENDENTS, deletion_edits, plan_or_bigger
 from taskforge.core.entities import Entity, EntityKind
 from taskforge.core.outcomes import Rejected, RejectReason
 
@@ -39,16 +39,11 @@ class ModuleStrategy:
         if not self.applies_to(entity):
             return Rejected(cid, RejectReason.TRIVIAL_BODY,
                             f"{entity.qualname} is a package or an empty module; only plain modules are removed")
-        plan = plan_deletion(entity, index, cid, max_dependents=self.max_dependents)
-        stubbed: list[str] = []
-        if isinstance(plan, Rejected):  # a bigger task: the users the plan could not delete are stubbed
-            bigger = plan_bigger(entity, index, cid, plan)
-            if isinstance(bigger, Rejected):
-                return bigger
-            deleted, helpers, stubbed = bigger
-            dependents: list[str] = []
-        else:
-            deleted, dependents, helpers = plan
+        # a bigger task when needed: the users the plan could not delete are stubbed (strategy_delete.plan_bigger)
+        plan = plan_or_bigger(entity, index, cid, max_dependents=self.max_dependents)
+        if isinstance(plan, Rejected):
+            return plan
+        deleted, dependents, helpers, stubbed = plan
         entities = [index.entity(q) for q in deleted]
         edits = {f: e for f, e in deletion_edits(entities, index).items() if f != entity.file}
         # every project file that imports the module loses those imports
