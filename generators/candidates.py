@@ -90,7 +90,9 @@ def covering_tests(entity: Entity, profile: Any) -> frozenset[str]:
         )) if profile.index.in_file(entity.file) else frozenset()
     else:
         found = profile.coverage.tests_for_entity(entity, among=reliable)
-    return found | import_time_tests(entity, profile)
+    from generators.cli_tests import cli_tests
+
+    return found | import_time_tests(entity, profile) | cli_tests(entity, profile)
 
 
 def import_time_tests(entity: Entity, profile: Any) -> frozenset[str]:

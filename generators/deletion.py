@@ -28,12 +28,23 @@ class Deletion:
     fan_out: int  # distinct names the deleted code calls
     dependents: tuple[str, ...] = ()  # entities deleted because they used the target (recorded)
     helpers: tuple[str, ...] = ()  # private helpers deleted because only the feature used them
+    # users of the target too big to delete, stubbed instead (``generators.dependent_stubs``): their names and
+    # signatures stay, their bodies raise NotImplementedError and are part of the task
+    stubbed: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def files_touched(self) -> int:
         return sum(1 for k in self.files_after if self.files_after[k] != self.files_before.get(k))
+
+    @property
+    def removed(self) -> tuple[str, ...]:
+        """The entities whose *names* are gone from the broken workspace (a stub keeps every name)."""
+        if self.strategy == "stub":
+            return ()
+        kept = set(self.stubbed)
+        return tuple(q for q in self.deleted if q not in kept)
 
     @property
     def setup_diff(self) -> str:
@@ -51,7 +62,7 @@ class Deletion:
             "files_before": dict(self.files_before), "files_after": dict(self.files_after),
             "lines_deleted": self.lines_deleted, "statements_deleted": self.statements_deleted,
             "complexity": self.complexity, "fan_in": self.fan_in, "fan_out": self.fan_out,
-            "dependents": list(self.dependents), "helpers": list(self.helpers), "notes": list(self.notes),
+            "dependents": list(self.dependents), "helpers": list(self.helpers), "stubbed": list(self.stubbed), "notes": list(self.notes),
             "extra": dict(self.extra),
         }
 
@@ -63,7 +74,7 @@ class Deletion:
             lines_deleted=int(d["lines_deleted"]), statements_deleted=int(d["statements_deleted"]),
             complexity=int(d["complexity"]), fan_in=int(d["fan_in"]), fan_out=int(d["fan_out"]),
             dependents=tuple(d.get("dependents", ())), helpers=tuple(d.get("helpers", ())),
-            notes=tuple(d.get("notes", ())), extra=dict(d.get("extra", {})),
+            stubbed=tuple(d.get("stubbed", ())), notes=tuple(d.get("notes", ())), extra=dict(d.get("extra", {})),
         )
 
 

@@ -43,7 +43,7 @@ def fan_in(deleted: set[str], index: StaticIndex) -> int:
 def build(strategy: str, target: Entity, deleted: list[str], index: StaticIndex, repo_root: Path,
           edits: Mapping[str, cst_edit.FileEdit], *, delete_files: Iterable[str] = (),
           dependents: Iterable[str] = (), helpers: Iterable[str] = (), notes: Iterable[str] = (),
-          candidate_id: str = "") -> Deletion | Rejected:
+          candidate_id: str = "", stubbed: Iterable[str] = ()) -> Deletion | Rejected:
     """Apply ``edits`` (per file) and ``delete_files``; return the ``Deletion`` or why it cannot be done."""
     cid = candidate_id or f"{strategy}:{target.qualname}"
     before: dict[str, str | None] = {}
@@ -104,7 +104,7 @@ def build(strategy: str, target: Entity, deleted: list[str], index: StaticIndex,
         statements_deleted=sum(e.statements for e in tops), complexity=sum(e.complexity for e in tops),
         fan_in=fan_in(set(deleted) & {e.qualname for e in ents}, index),
         fan_out=len(cst_metrics.called_names(removed_nodes)),
-        dependents=tuple(dependents), helpers=tuple(helpers), notes=tuple(notes),
+        dependents=tuple(dependents), helpers=tuple(helpers), stubbed=tuple(stubbed), notes=tuple(notes),
     )
 
 

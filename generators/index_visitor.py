@@ -47,6 +47,7 @@ class FileFacts:
     refs: list[RawRef] = field(default_factory=list)
     aliases: dict[str, str] = field(default_factory=dict)  # "pkg.name" -> "pkg.mod.name"
     class_bases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    star_imports: list[str] = field(default_factory=list)  # modules this file does ``from M import *`` of
 
 
 def index_file(text: str, rel: str, module: str, is_test: bool) -> FileFacts | str:
@@ -75,6 +76,17 @@ def absolute_name(name: str, module: str, is_package: bool) -> str:
     return ".".join([*parts, rest] if rest else parts)
 
 
+def _is_main_guard(test: cst.BaseExpression) -> bool:
+    """``__name__ == "__main__"`` (either order)."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.Equal)):
+        return False
+    sides = [test.left, test.comparisons[0].comparator]
+    names = [s.value for s in sides if isinstance(s, cst.Name)]
+    strings = [s.evaluated_value for s in sides if isinstance(s, cst.SimpleString)]
+    return names == ["__name__"] and strings == ["__main__"]
+
+
 def _line_count(text: str) -> int:
     return max(1, text.count("\n") + (0 if text.endswith("\n") else 1))
 
@@ -97,6 +109,7 @@ class _Visitor(cst.CSTVisitor):
         self.stack: list[_Frame] = []
         self.skip: set[int] = set()
         self.calls: set[int] = set()
+        self.main_guard = 0  # inside ``if __name__ == "__main__":`` at module level
 
     # -- helpers ------------------------------------------------------------------------------------
     def _line(self, node: cst.CSTNode) -> int:
@@ -128,6 +141,12 @@ class _Visitor(cst.CSTVisitor):
                 local = True
                 out.append(f"{self.f.module}.{q.name}" if self.f.module else q.name)
         return tuple(out), local
+
+    def _bound(self, node: cst.Name) -> bool:
+        """Whether ``node`` is a builtin or a name the file binds (QualifiedNameProvider knows it)."""
+        import builtins
+
+        return hasattr(builtins, node.value) or bool(self.get_metadata(QualifiedNameProvider, node, set()))
 
     def _entity_frame(self, node: cst.FunctionDef | cst.ClassDef) -> _Frame:
         parent = self.stack[-1] if self.stack else None
@@ -227,6 +246,8 @@ class _Visitor(cst.CSTVisitor):
         if node.module is not None and base:
             self._ref(node, kind, (base,))
         if isinstance(node.names, cst.ImportStar):
+            if base and not self.stack:  # its names resolve through ``base`` (static_index: star chains)
+                self.f.star_imports.append(base)
             return False
         for alias in node.names:
             name = cst.helpers.get_full_name_for_node(alias.name) or ""
@@ -239,13 +260,26 @@ class _Visitor(cst.CSTVisitor):
         return False
 
     # -- uses -------------------------------------------------------------------------------------
+    def visit_If(self, node: cst.If) -> None:
+        if not self.stack and _is_main_guard(node.test):
+            self.main_guard += 1
+
+    def leave_If(self, original_node: cst.If) -> None:
+        if not self.stack and _is_main_guard(original_node.test):
+            self.main_guard -= 1
+
     def visit_Call(self, node: cst.Call) -> None:
-        self.calls.add(id(node.func))
+        # a call under the main guard does not run when the module is imported: recorded as a plain use
+        if not self.main_guard:
+            self.calls.add(id(node.func))
 
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) in self.skip:
             return
         cands, _ = self._qualified(node)
+        if not cands and self.f.star_imports and not self._bound(node):
+            # a name no assignment or import binds, in a file with ``from M import *``: one of those M's
+            cands = tuple(f"{m}.{node.value}" for m in reversed(self.f.star_imports))
         if cands:
             self._ref(node, "call" if id(node) in self.calls else "name", cands)
 

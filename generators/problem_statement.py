@@ -39,7 +39,7 @@ class EntitySpec:
     signature: str
     decorators: tuple[str, ...] = ()
     docstring: str = ""
-    role: str = "target"  # target | member | dependent | helper
+    role: str = "target"  # target | member | dependent | stubbed | helper
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k in self.__slots__
@@ -83,7 +83,9 @@ def build_context(deletion: Deletion, index: StaticIndex, repo_root: Path, repo:
     for e in deleted:
         if e.qualname == target.qualname:
             continue
-        if e.qualname in deletion.dependents:
+        if e.qualname in deletion.stubbed:
+            role = "stubbed"
+        elif e.qualname in deletion.dependents:
             role = "dependent"
         elif e.qualname in deletion.helpers:
             role = "helper"
@@ -160,6 +162,8 @@ class OfflineWriter:
                 parts.append("Documentation:\n\n" + _doc(t))
         groups = [("member", "It must provide:"),
                   ("dependent", "These uses of it were removed as well and must be restored:"),
+                  ("stubbed", "These functions that use it now raise `NotImplementedError` (signature and "
+                              "docstring kept); implement them too:"),
                   ("helper", "The original implementation also had these private helpers (optional):")]
         for role, title in groups:
             specs = [o for o in ctx.others if o.role == role and (role != "member" or _public(o))]

@@ -34,8 +34,9 @@ _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "env", ".tox", "
                         ".pytest_cache", ".taskforge"})
 _NON_SOURCE_DIRS = frozenset({"tests", "test", "testing", "docs", "doc", "examples", "example", "benchmarks",
                               "scripts", "bin", "tools"})
-_NON_SOURCE_FILES = frozenset({"setup.py", "conftest.py", "noxfile.py", "fabfile.py", "tasks.py",
-                               "__main__.py"})
+# ``__main__.py`` is source: ``python -m pkg`` and tests (``import_module('pkg.__main__')``) import it, so a
+# deletion must see (and edit) its imports of the package (python-slugify 9.2.0)
+_NON_SOURCE_FILES = frozenset({"setup.py", "conftest.py", "noxfile.py", "fabfile.py", "tasks.py"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,11 +298,14 @@ def _assemble(facts: list[FileFacts], errors: list[str]) -> StaticIndex:
     drafts: dict[str, Entity] = {}
     aliases: dict[str, str] = {}
     bases: dict[str, tuple[str, ...]] = {}
+    stars: dict[str, list[str]] = defaultdict(list)  # module -> modules it star-imports (``from .m import *``)
     for f in facts:
         for e in f.entities:
             drafts.setdefault(e.qualname, e)
         aliases.update(f.aliases)
         bases.update(f.class_bases)
+        if not f.is_test and f.module:
+            stars[f.module].extend(m for m in f.star_imports if m != f.module)
     top_level = {q.split(".", 1)[0] for q in drafts}
 
     def resolve(name: str, depth: int = 0) -> str | None:
@@ -316,11 +320,29 @@ def _assemble(facts: list[FileFacts], errors: list[str]) -> StaticIndex:
             if target is not None and target != prefix:
                 rest = parts[i:]
                 return resolve(".".join([target, *rest]), depth + 1)
+        found = through_star(parts)
+        if found is not None:
+            return found
         for i in range(len(parts) - 1, 0, -1):  # inherited member: Class.meth where meth is on a base
             owner = ".".join(parts[:i])
             if owner in drafts and drafts[owner].kind is EntityKind.CLASS and i == len(parts) - 1:
                 return lookup_member(owner, parts[i], set())
         return None
+
+    star_memo: dict[str, str | None] = {}
+
+    def through_star(parts: list[str]) -> str | None:
+        """``pkg.name`` where ``pkg`` (the longest module prefix) star-imports ``name`` from ``pkg.mod``."""
+        i = next((i for i in range(len(parts) - 1, 0, -1) if ".".join(parts[:i]) in drafts), 0)
+        module = ".".join(parts[:i])
+        if not i or parts[i].startswith("_") or not stars.get(module):  # ``import *`` skips private names
+            return None
+        name = ".".join(parts)
+        if name not in star_memo:
+            star_memo[name] = None  # a star cycle (a imports * from b, b from a) ends here
+            star_memo[name] = next((found for src in stars[module]
+                                    if (found := resolve(".".join([src, *parts[i:]]), 1)) is not None), None)
+        return star_memo[name]
 
     def lookup_member(cls: str, attr: str, seen: set[str]) -> str | None:
         if cls in seen:
@@ -341,6 +363,12 @@ def _assemble(facts: list[FileFacts], errors: list[str]) -> StaticIndex:
     for f in facts:
         for raw in f.refs:
             target = _resolve_raw(raw, resolve, lookup_member)
+            if target is not None and raw.kind not in ("import", "reexport") and drafts[target].kind is EntityKind.MODULE:
+                # ``pkg.sub`` used as a value where pkg's ``from .sub import *`` binds a ``sub`` of its own
+                # (python-slugify: ``from slugify import slugify`` is the function, not the submodule)
+                shadow = through_star(target.split("."))
+                if shadow is not None and drafts[shadow].kind is not EntityKind.MODULE:
+                    target = shadow
             ref = Reference(raw.file, raw.line, raw.kind, raw.in_entity, raw.is_test)
             if target is not None:
                 refs[target].add(ref)

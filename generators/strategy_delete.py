@@ -12,6 +12,10 @@ The plan, from the static index:
    ``__all__`` entries; then the imports the removal made unused.
 Dynamic uses (``obj.meth()`` with an unknown receiver) do not block; they are noted, and validation
 in the sandbox has the last word.
+
+When step 2 rejects, the candidate may still become a *bigger* task (``plan_bigger``,
+``generators.dependent_stubs``): the target goes and its few remaining users are stubbed (names kept,
+bodies ``raise NotImplementedError``), so the agent implements all of them.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pathlib import Path
 from generators import cst_edit
 from generators.deletion import Deletion
 from generators.deletion_build import USE_KINDS, build, is_use, module_name_of, top_level
+from generators.dependent_stubs import MAX_STUBBED, stub_edits, stub_refusal
 from generators.static_index import StaticIndex
 from taskforge.core.entities import Entity, EntityKind, Reference
 from taskforge.core.outcomes import Rejected, RejectReason
@@ -47,14 +52,15 @@ class DeleteStrategy:
         cid = f"delete:{entity.qualname}"
         if not self.applies_to(entity):
             return Rejected(cid, RejectReason.TRIVIAL_BODY, f"{entity.qualname} has no body to delete")
-        plan = plan_deletion(entity, index, cid)
+        plan = plan_or_bigger(entity, index, cid)
         if isinstance(plan, Rejected):
             return plan
-        deleted, dependents, helpers = plan
+        deleted, dependents, helpers, stubbed = plan
         edits = deletion_edits([index.entity(q) for q in deleted], index)
+        edits = stub_edits(edits, [index.entity(q) for q in stubbed], index)
         notes = _dynamic_notes(deleted, index)
-        return build(self.name, entity, deleted, index, repo_root, edits, dependents=dependents,
-                     helpers=helpers, notes=notes, candidate_id=cid)
+        return build(self.name, entity, [*deleted, *stubbed], index, repo_root, edits, dependents=dependents,
+                     helpers=helpers, notes=notes, candidate_id=cid, stubbed=stubbed)
 
 
 def plan_deletion(target: Entity, index: StaticIndex, cid: str, max_dependents: int = MAX_DEPENDENTS
@@ -91,6 +97,58 @@ def plan_deletion(target: Entity, index: StaticIndex, cid: str, max_dependents: 
         add(helper)
         helpers.append(helper.qualname)
     return list(deleted), dependents, helpers
+
+
+def plan_or_bigger(target: Entity, index: StaticIndex, cid: str, max_dependents: int = MAX_DEPENDENTS
+                   ) -> tuple[list[str], list[str], list[str], list[str]] | Rejected:
+    """``(deleted, dependents, helpers, stubbed)``: ``plan_deletion``, or when it rejects, ``plan_bigger``."""
+    plan = plan_deletion(target, index, cid, max_dependents=max_dependents)
+    if not isinstance(plan, Rejected):
+        return (*plan, [])
+    bigger = plan_bigger(target, index, cid, plan)
+    if isinstance(bigger, Rejected):
+        return bigger
+    deleted, helpers, stubbed = bigger
+    return deleted, [], helpers, stubbed
+
+
+def plan_bigger(target: Entity, index: StaticIndex, cid: str, refused: Rejected, max_stubbed: int = MAX_STUBBED
+                ) -> tuple[list[str], list[str], list[str]] | Rejected:
+    """``(deleted, helpers, stubbed)``: delete the target, stub the users ``plan_deletion`` could not delete.
+
+    ``refused`` is ``plan_deletion``'s rejection; returned as it is unless it is ``DEPENDENTS_REMAIN``;
+    otherwise the rejection says why stubbing does not do either (``dependent_stubs.stub_refusal``).
+    """
+    if refused.reason is not RejectReason.DEPENDENTS_REMAIN:
+        return refused
+    deleted: dict[str, None] = {target.qualname: None}
+    for m in index.members(target.qualname):
+        deleted[m.qualname] = None
+    stubbed: list[Entity] = []
+    helpers: list[str] = []
+    for _ in range(50):
+        gone = [index.entity(q) for q in deleted]
+        owners = gone + stubbed
+        outside = _outside_use(deleted, owners, index)
+        if outside is not None:
+            used, ref = outside
+            dep = index.get(ref.in_entity) if ref.in_entity else None
+            where = f"{ref.file}:{ref.line}"
+            why = stub_refusal(dep, used, where, index)
+            if not why and len(stubbed) >= max_stubbed:
+                why = f"more than {max_stubbed} users would be stubbed ({dep.qualname if dep else ''} uses {used}, {where})"
+            if why:
+                return refused if why == refused.detail else Rejected(
+                    cid, RejectReason.DEPENDENTS_REMAIN, f"{refused.detail}; stubbing its users instead: {why}")
+            assert dep is not None
+            stubbed.append(dep)
+            continue
+        helper = _next_helper(deleted, owners, index)
+        if helper is None:
+            break
+        deleted[helper.qualname] = None
+        helpers.append(helper.qualname)
+    return list(deleted), helpers, [e.qualname for e in stubbed]
 
 
 def _outside_use(deleted: dict[str, None], owners: list[Entity], index: StaticIndex

@@ -16,8 +16,9 @@ from pathlib import Path
 from generators import cst_edit
 from generators.deletion import Deletion
 from generators.deletion_build import build
+from generators.dependent_stubs import stub_edits
 from generators.static_index import StaticIndex
-from generators.strategy_delete import MAX_DEPENDENTS, deletion_edits, plan_deletion
+from generators.strategy_delete import MAX_DEPENDENTS, deletion_edits, plan_or_bigger
 from taskforge.core.entities import Entity, EntityKind
 from taskforge.core.outcomes import Rejected, RejectReason
 
@@ -38,10 +39,11 @@ class ModuleStrategy:
         if not self.applies_to(entity):
             return Rejected(cid, RejectReason.TRIVIAL_BODY,
                             f"{entity.qualname} is a package or an empty module; only plain modules are removed")
-        plan = plan_deletion(entity, index, cid, max_dependents=self.max_dependents)
+        # a bigger task when needed: the users the plan could not delete are stubbed (strategy_delete.plan_bigger)
+        plan = plan_or_bigger(entity, index, cid, max_dependents=self.max_dependents)
         if isinstance(plan, Rejected):
             return plan
-        deleted, dependents, helpers = plan
+        deleted, dependents, helpers, stubbed = plan
         entities = [index.entity(q) for q in deleted]
         edits = {f: e for f, e in deletion_edits(entities, index).items() if f != entity.file}
         # every project file that imports the module loses those imports
@@ -51,11 +53,9 @@ class ModuleStrategy:
             base = edits.get(f) or cst_edit.FileEdit(module=_module_of(f, index),
                                                      is_package=f.endswith("__init__.py"))
             edits[f] = replace(base, remove_import_modules=base.remove_import_modules | {entity.qualname})
-        extra_files = {e.file for e in entities if e.file != entity.file}
-        if any(f == entity.file for f in extra_files):
-            return Rejected(cid, RejectReason.TRANSFORM_FAILED, "internal: module file listed twice")
-        return build(self.name, entity, deleted, index, repo_root, edits, delete_files=[entity.file],
-                     dependents=dependents, helpers=helpers, candidate_id=cid)
+        edits = stub_edits(edits, [index.entity(q) for q in stubbed], index)
+        return build(self.name, entity, [*deleted, *stubbed], index, repo_root, edits, delete_files=[entity.file],
+                     dependents=dependents, helpers=helpers, candidate_id=cid, stubbed=stubbed)
 
 
 def _module_of(file: str, index: StaticIndex) -> str:

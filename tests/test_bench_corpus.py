@@ -262,3 +262,22 @@ def test_pass_match_counts_the_tests_the_baseline_set_aside_as_flaky() -> None:
 def test_plain_reference_count_replaces_a_plain_run_that_ran_nothing() -> None:
     plain = load_plain(REPO / "datasets" / "corpus" / "plain_pytest.json")
     assert plain["markdown"] == 1210 and plain["decorator"] == 25  # notes say which command gave them
+
+
+def test_task_key_counts_twins_once_and_bigger_tasks_apart() -> None:
+    from taskforge.bench.corpus_report import distinct_tasks, task_key
+
+    def task(strategy: str, entity: str, entities: list[str], stubbed: list[str] | None = None) -> dict:
+        prov = {"candidate": {"strategy": strategy, "entity": entity}}
+        return {"entities": entities, "provenance": {**prov, **({"stubbed_dependents": stubbed} if stubbed else {})}}
+
+    stub = task("stub", "m.f", ["m.f"])
+    delete = task("delete", "m.f", ["m.f", "m._helper"])  # the delete twin takes a private helper along
+    bigger = task("delete", "m.f", ["m.f", "m.g"], stubbed=["m.g"])  # m.g stubbed too: more to implement
+    klass = [task("stub", "m.C", ["m.C.a", "m.C.b"]), task("delete", "m.C", ["m.C", "m.C.a", "m.C.b"])]
+    assert task_key(bigger) == ("m.f", "m.g")
+    assert distinct_tasks([stub, delete, bigger, *klass]) == 3
+    assert distinct_tasks([{"entities": ["m.b", "m.a"]}, {"entities": ["m.a", "m.b"]}]) == 1  # no provenance
+    assert task_key({"key": ["m.f"], "entities": ["x"]}) == ("m.f",)  # a written record's key wins
+    row = {"entities": ["m.f", "m.g"], "provenance": json.dumps(bigger["provenance"])}  # a journal's task row
+    assert task_key(row) == ("m.f", "m.g")

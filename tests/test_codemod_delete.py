@@ -144,9 +144,22 @@ def test_dependents_that_cannot_go_reject(repo) -> None:
     out = DeleteStrategy().delete(index.entity("pkg.core.other"), index, root)
     assert isinstance(out, Rejected) and out.reason is RejectReason.DEPENDENTS_REMAIN
     assert "module level" in out.detail and "pkg/core.py:27" in out.detail
-    out = DeleteStrategy().delete(index.entity("pkg.core.Report.render"), index, root)
-    assert isinstance(out, Rejected) and out.reason is RejectReason.DEPENDENTS_REMAIN
-    assert "big_user" in out.detail
+    assert "stubbing its users instead" not in out.detail  # a module-level use: nothing to stub
+
+
+def test_a_big_user_is_stubbed_into_a_bigger_task(repo) -> None:
+    # big_user (7 statements, public) uses render: too big to delete, so it is stubbed, not a rejection
+    root, index = repo
+    d = DeleteStrategy().delete(index.entity("pkg.core.Report.render"), index, root)
+    assert isinstance(d, Deletion), d
+    assert d.stubbed == ("pkg.core.Report.big_user",) and d.dependents == ()
+    assert d.deleted == ("pkg.core.Report.render", "pkg.core.Report._fmt", "pkg.core.Report.big_user")
+    assert d.removed == ("pkg.core.Report.render", "pkg.core.Report._fmt")  # big_user keeps its name
+    after = d.files_after["pkg/core.py"]
+    assert "def render" not in after and "def _fmt" not in after and "import json" not in after
+    assert "    def big_user(self):\n        raise NotImplementedError\n" in after
+    compile(after, "core.py", "exec")
+    assert patches.diff(d.files_after, d.files_before)  # the gold patch restores both
 
 
 def test_delete_class_takes_its_methods_and_export(repo) -> None:

@@ -8,6 +8,7 @@ patch`` -> everything passes.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tarfile
@@ -29,14 +30,20 @@ def _run(argv: list[str], cwd: Path, timeout: float = 900) -> subprocess.Complet
 
 def _pytest(python: Path, cwd: Path, nodeids: tuple[str, ...]) -> dict[str, str]:
     """Outcome per node id of a plain ``python -m pytest -rA NODEIDS``, read from its summary lines."""
-    res = _run([str(python), "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", *nodeids], cwd)
+    res = _run([str(python), "-m", "pytest", "-q", "-rA", "--color=no", "-p", "no:cacheprovider", *nodeids], cwd)
     outcomes: dict[str, str] = {}
+    sub_failed: set[str] = set()
     for line in res.stdout.splitlines():
+        if line.startswith("SUBFAILED"):  # pytest >= 9: a failing subTest; the test itself still says PASSED
+            m = re.search(r"\) (\S*::.*?)(?: - |$)", line)
+            if m:
+                sub_failed.add(m.group(1).strip())
+            continue
         word, _, rest = line.partition(" ")
         if word in ("PASSED", "FAILED", "ERROR", "XFAIL", "XPASS", "SKIPPED") and "::" in rest:
             nodeid = rest.split(" - ", 1)[0].strip() if word in ("FAILED", "ERROR") else rest.strip()
             outcomes[nodeid] = "passed" if word in ("PASSED", "XFAIL") else word.lower()
-    return outcomes
+    return {**outcomes, **dict.fromkeys(sub_failed & set(outcomes), "failed")}
 
 
 def _apply(tree: Path, patch: str, what: str) -> None:
@@ -44,14 +51,14 @@ def _apply(tree: Path, patch: str, what: str) -> None:
     assert res.returncode == 0, f"{what}: {res.stderr}"
 
 
-def reverify_plainly(task, archive: Path, python: Path, tmp_path: Path) -> None:
+def reverify_plainly(task, archive: Path, python: Path, tmp_path: Path, top: str = f"{PACKAGE}-{VERSION}") -> None:
     """The task holds with plain tools: sdist + ``git apply`` + ``pytest``: P2P green on the broken tree,
-    F2P red once the tests are back, everything green with the gold patch."""
+    F2P red once the tests are back, everything green with the gold patch. ``top``: the sdist's folder."""
     ws = tmp_path / task.instance_id
     ws.mkdir()
     with tarfile.open(archive) as tar:
         tar.extractall(ws, filter="data")
-    tree = ws / f"{PACKAGE}-{VERSION}"
+    tree = ws / top
     _apply(tree, task.setup_patch, f"setup_patch of {task.instance_id}")
     p2p = _pytest(python, tree, task.pass_to_pass)
     assert {n: p2p.get(n, "missing") for n in task.pass_to_pass} == dict.fromkeys(task.pass_to_pass, "passed")

@@ -41,6 +41,7 @@ from taskforge.bench.corpus_report import (
     last_json_line,
     render_markdown,
     targets,
+    task_key,
 )
 from taskforge.bench.corpus_tree import run_tree
 from taskforge.core.errors import ConfigError
@@ -122,7 +123,8 @@ def _written_tasks(dataset: Path) -> list[dict[str, Any]]:
     if not (dataset / "manifest.json").is_file():
         return []
     try:
-        return [{"instance_id": t.instance_id, "strategy": t.strategy, "entities": list(t.entities)}
+        return [{"instance_id": t.instance_id, "strategy": t.strategy, "entities": list(t.entities),
+                 "key": list(task_key({"entities": t.entities, "provenance": t.provenance}))}
                 for t in Dataset.open(dataset).tasks()]
     except (TaskforgeError, OSError, ValueError):
         return []

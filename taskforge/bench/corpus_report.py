@@ -8,8 +8,10 @@ Definitions (the targets of issue 19):
 
 - **pass count**: reliable passing tests of the profile's baseline (passed in every run; an xfailed test is never
   graded as passed, so it is not reliable) vs ``passed`` of plain pytest in a fresh venv (``datasets/corpus/plain_pytest.json``).
-- **distinct entities**: tasks keyed by the sorted tuple of entities they delete; a stub and a delete
-  task of the same function (twins) count once.
+- **distinct entities**: tasks keyed by what they ask to implement (``task_key``): the candidate's entity, plus
+  the users stubbed with it in a bigger task; a stub and a delete task of the same entity (twins, whatever
+  private helpers go with the delete) count once, a bigger task counts apart from the stub of its target.
+  Records without provenance fall back to the sorted tuple of entities they delete.
 - **decided candidate**: one journal file (``OUT/.journal/<repo>/*.json``), its time its mtime.
   ``longest_gap_s`` is the longest stretch of the run (from its start, through every decision, to its
   end) without one; ``gap_after_first_s`` the same from the first decision on (profiling left out).
@@ -108,6 +110,30 @@ def distinct_entities(entity_lists: Iterable[Sequence[str]]) -> int:
     return len({tuple(sorted(e)) for e in entity_lists})
 
 
+_SINGLE_ENTITY_STRATEGIES = frozenset({"stub", "delete", "module"})
+
+
+def task_key(task: Mapping[str, Any]) -> tuple[str, ...]:
+    """What a task (a task dict, or a written record with ``key``) asks to implement (module docstring)."""
+    if task.get("key"):
+        return tuple(task["key"])
+    prov = task.get("provenance") or {}
+    if isinstance(prov, str):  # a journal's task row keeps it as JSON text
+        try:
+            prov = json.loads(prov)
+        except ValueError:
+            prov = {}
+    cand = prov.get("candidate") or {} if isinstance(prov, dict) else {}
+    if cand.get("entity") and cand.get("strategy") in _SINGLE_ENTITY_STRATEGIES:
+        return (str(cand["entity"]), *sorted(prov.get("stubbed_dependents", ())))
+    return tuple(sorted(task.get("entities", ())))
+
+
+def distinct_tasks(tasks: Iterable[Mapping[str, Any]]) -> int:
+    """Tasks about distinct entities (``task_key``): twins count once, bigger tasks apart."""
+    return len({task_key(t) for t in tasks})
+
+
 def longest_gaps(start: float, decisions: Sequence[float], end: float) -> tuple[float, float | None]:
     """(longest stretch without a decision over the whole run, the same from the first decision on)."""
     times = sorted(t for t in decisions if start <= t <= end + 5)
@@ -203,13 +229,13 @@ def collect(name: str, version: str, *, dataset: Path, work: Path, log_text: str
     suite = base.get("suite_s")
     broken = set((validate or {}).get("broken", []))
     holds = (validate or {}).get("holding")
-    held = [w["entities"] for w in written if w["instance_id"] not in broken] if holds is not None else []
+    held = [w for w in written if w["instance_id"] not in broken] if holds is not None else []
     error = source.get("error") or (first_error_line(log_text) if status != "ok" else "")
     return PackageResult(
         name, version, status=status, error=str(error).splitlines()[0][:300] if error else "", rc=rc,
         cpu_min=round(cpu_s / 60, 2), wall_s=round(end - start, 1),
         candidates=source.get("candidates"), decided=len(journal), accepted=len(tasks),
-        accepted_distinct=distinct_entities(t.get("entities", []) for t in tasks),
+        accepted_distinct=distinct_tasks(tasks),
         tasks_written=len(written), tasks_by_strategy=dict(Counter(w["strategy"] for w in written)),
         funnel=dict(source["funnel"]) if "funnel" in source else dict(reasons),
         funnel_from="summary" if "funnel" in source else "journal",
@@ -217,7 +243,7 @@ def collect(name: str, version: str, *, dataset: Path, work: Path, log_text: str
         longest_gap_s=whole, gap_after_first_s=after, test_s=round(test_s, 1),
         suite_eq_per_task=round(test_s / suite / len(tasks), 2) if tasks and suite else None,
         validate_status=str((validate or {}).get("status", "skipped")), holds=holds,
-        validated_distinct=distinct_entities(held), **base, **extra)
+        validated_distinct=distinct_tasks(held), **base, **extra)
 
 
 def targets(results: Sequence[PackageResult]) -> dict[str, Any]:

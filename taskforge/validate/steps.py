@@ -194,6 +194,7 @@ class _Validation:
 
     # -- the checks ------------------------------------------------------------------------------------
     def run(self) -> CandidateResult:
+        from generators.dependent_stubs import covering_of_stubbed
         from generators.hidden_tests import hide_tests, normalize_nodeid
         from generators.import_time import files_broken_by_removal
         from generators.registry import all_strategies
@@ -224,9 +225,10 @@ class _Validation:
             shutil.copytree(repo, ws, ignore=copy_ignore, symlinks=True)
             write_files(ws, deletion.files_after)
             t = self.lap("workspace", t)
-            covering = self.cand.covering_tests
+            # a bigger task (stubbed users of the target, generators.dependent_stubs): their tests are hidden too
+            covering = tuple(sorted(set(self.cand.covering_tests) | covering_of_stubbed(deletion, profile)))
             if deletion.strategy != "stub":  # the names go: test modules whose import uses them fail whole
-                broken_files = files_broken_by_removal(profile.index, repo, tuple(deletion.deleted))
+                broken_files = files_broken_by_removal(profile.index, repo, deletion.removed)
                 if broken_files and {n.split("::", 1)[0] for n in reliable} <= broken_files:
                     return self.reject(RejectReason.IMPORT_BROKEN, "every test module uses the deleted names at "
                                        f"import time (through {sorted(broken_files)[:3]}): no test would be left")
@@ -249,7 +251,7 @@ class _Validation:
             suspects = {n for n in early if n not in set(covering) and not report.outcome_of(n).ok}
 
             # a stub keeps the names: imports of them stay; a file whose every test is hidden goes whole
-            hidden = hide_tests(ws, f2p, profile.index, deletion.deleted if deletion.strategy != "stub" else ())
+            hidden = hide_tests(ws, f2p, profile.index, deletion.removed)
             # a file whose every *reliable* test is hidden goes whole: its flaky, skipped or broken tests are
             # graded nowhere (markdown test_toc.py: the subTest tests would keep the deleted module's import)
             hidden = remove_whole_files(hidden, f2p, reliable, repo)

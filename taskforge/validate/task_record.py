@@ -32,7 +32,9 @@ def build_task(profile: Any, cand: Any, deletion: Any, original: Mapping[str, st
     if check.rejected:
         return Rejected(cand.candidate_id, RejectReason.UNDERSPECIFIED, check.rejected)
     statement = check.statement
-    instance_id = make_instance_id(snap.name, snap.version, deletion.strategy, deletion.target, patches)
+    from generators.dependent_stubs import task_label
+
+    instance_id = make_instance_id(snap.name, snap.version, deletion.strategy, task_label(deletion), patches)
     return Task(
         instance_id=instance_id, repo=snap.name, source=snap.source, base_commit=snap.commit,
         version=snap.version, created_at=snap.created_at, strategy=deletion.strategy,
@@ -42,6 +44,7 @@ def build_task(profile: Any, cand: Any, deletion: Any, original: Mapping[str, st
         env_frozen=tuple(profile.env.frozen), image_name=str(profile.env.extra.get("image", "")),
         provenance={"taskforge_version": taskforge.__version__, "generator": deletion.strategy,
                     "candidate": cand.to_dict(), **dict(job_provenance),
+                    **({"stubbed_dependents": list(deletion.stubbed)} if deletion.stubbed else {}),
                     "statement_check": check.to_dict()},
     )
 
