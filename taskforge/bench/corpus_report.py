@@ -270,6 +270,14 @@ def targets(results: Sequence[PackageResult]) -> dict[str, Any]:
     }
 
 
+def _match_note(r: PackageResult) -> str:
+    """What makes a matching pass count equal: tests dropped as fail-only-graded, flaky/unstable ids."""
+    parts = [f"+{r.baseline_grading_failed} fail only graded"] if r.baseline_grading_failed else []
+    if (r.baseline_passed or 0) + (r.baseline_grading_failed or 0) != r.plain_passed:
+        parts.append(f"{r.baseline_flaky} flaky")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
 def _funnel_text(funnel: Mapping[str, int], top: int = 3) -> str:
     items = sorted(funnel.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
     return ", ".join(f"{k}={v}" for k, v in items) or "-"
@@ -291,8 +299,7 @@ def render_markdown(results: Sequence[PackageResult], meta: Mapping[str, Any]) -
              "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         s = r.tasks_by_strategy
-        tf = f"{_n(r.baseline_passed)}/{_n(r.plain_passed)}" + (
-            (" ✓" if r.baseline_passed == r.plain_passed else f" ✓ ({r.baseline_flaky} flaky)") if r.pass_match else "")
+        tf = f"{_n(r.baseline_passed)}/{_n(r.plain_passed)}" + (" ✓" + _match_note(r) if r.pass_match else "")
         row = (f"{r.name} {r.version}", r.size, r.status, tf, _n(r.candidates), str(r.decided), str(r.accepted),
                f"{s.get('stub', 0)}/{s.get('delete', 0)}/{s.get('module', 0)}",
                f"{r.validated_distinct} ({r.accepted_distinct})", _n(r.holds) + (f"/{r.tasks_written}" if r.holds is not None else ""),
