@@ -25,7 +25,7 @@ from taskforge.pipeline.executors import SyncExecutor
 from taskforge.pipeline.generate import GenerateOptions, generate
 from taskforge.rl import replenish
 
-GENERATION_WAIT_S = 600.0  # a loaded runner; an idle one needs about 15 s
+GENERATION_WAIT_S = 600.0  # under load (6-7 on 2 cores) the generation took over 120 s
 
 
 class _HostSource(replenish.PipelineTaskSource):
