@@ -21,9 +21,9 @@ Every run is killed after ``run_limit_s`` (k x the baseline's slowest suite run 
    ``SUITE_RED_AFTER_DELETION``; such ``p2p_broken`` runs stop at their first red test.
 5. ``contract`` through the reward path (``taskforge.reward.reward.reward``), exactly as an agent's patch is
    graded, in the repository's one environment (never rebuilt; each grading gets a fresh workspace):
-   repeat 1 grades the gold patch on FAIL_TO_PASS + the affected PASS_TO_PASS (+ the PASS_TO_PASS of the
-   hidden files, where the grading harness edits, when they at most double it) (score 1: contract 2 and 4;
-   first, as the smaller grading and the likelier to reject), then the empty patch on the full
+   repeat 1 grades the gold patch on FAIL_TO_PASS + the affected PASS_TO_PASS + the PASS_TO_PASS of the
+   hidden files (where the grading harness edits) (score 1: contract 2 and 4; first, as the smaller
+   grading and the likelier to reject), then the empty patch on the full
    FAIL_TO_PASS + PASS_TO_PASS set (score 0, every hidden test red, every PASS_TO_PASS green: contract 1
    and 3). Repeats after the first grade the empty patch on
    FAIL_TO_PASS + affected only, and re-run the affected tests of the modified files on the agent's
@@ -387,8 +387,9 @@ class _Validation:
 
         Repeat 1 grades the gold patch first: it is the smaller grading and the likelier to reject. It also
         grades the PASS_TO_PASS tests of the hidden files (the files the grading harness edits: canaries,
-        strict equality), where tests red in the empty-patch grading mostly are, when they at most double
-        the grading; a red one it did not grade makes repeat 1 grade the gold patch again.
+        strict equality), where tests red in the empty-patch grading mostly are (their files are collected
+        for the hidden tests anyway, so they cost little); a red one it did not grade makes repeat 1 grade
+        the gold patch again.
         """
         from taskforge.reward.workspace import DirectoryTrees
 
@@ -400,9 +401,8 @@ class _Validation:
             gold_first = repeat == 1 and not self.naive
             if gold_first:  # + the PASS_TO_PASS tests of the hidden files: where the grading harness edits
                 hidden_files = {n.split("::", 1)[0] for n in task.fail_to_pass}
-                extra = {n for n in task.pass_to_pass if n.split("::", 1)[0] in hidden_files} - set(affected_p2p)
-                bounded = len(extra) <= len(task.fail_to_pass) + len(affected_p2p)  # at most twice the grading
-                first_gold = tuple(sorted(set(affected_p2p) | (extra if bounded else set())))
+                first_gold = tuple(sorted(set(affected_p2p) | {n for n in task.pass_to_pass
+                                                               if n.split("::", 1)[0] in hidden_files}))
                 if (verdict := self._gold(task, first_gold, repeat, trees, t)) is not None:
                     return verdict
             t = time.monotonic()
