@@ -88,6 +88,25 @@ def test_clean_ini_keeps_safe_keys_and_drops_addopts(tmp_path: Path) -> None:
     assert "required_plugins" not in text and "-k" not in text and text.rstrip().endswith("addopts =")
 
 
+def test_clean_ini_reindents_a_multi_line_value_of_an_ini_file(tmp_path: Path) -> None:
+    """zipp 4.1.2: its pytest.ini's filterwarnings has comments and unindented-looking entries; the grading
+    ini said `duplicate name 'ignore'` and every grading reported nothing (0 tasks from 70 candidates)."""
+    import configparser
+
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\naddopts=\n\t--doctest-modules\n\t--import-mode importlib\nfilterwarnings=\n\t## upstream\n\n"
+        "\t# Ensure ResourceWarnings are emitted\n\tdefault::ResourceWarning\n\n\t# a/b#1\n"
+        "\tignore:'encoding' argument not specified::pytest_mypy\n\tignore:'encoding' argument not specified::platform\n")
+    ini = original_ini(tmp_path)
+    assert pinned_options(ini) == ["--doctest-modules", "--import-mode", "importlib"]  # doctest ids stay gradable
+    write_clean_ini(ini, tmp_path / "clean.ini")
+    parser = configparser.ConfigParser()
+    parser.read(tmp_path / "clean.ini")  # raises DuplicateOptionError for the old rendering
+    assert parser["pytest"]["filterwarnings"].split("\n") == [
+        "", "default::ResourceWarning", "ignore:'encoding' argument not specified::pytest_mypy",
+        "ignore:'encoding' argument not specified::platform"]
+
+
 def test_canary_plan_is_secret_and_verified(tmp_path: Path) -> None:
     (tmp_path / "tests").mkdir()
     src = ("import pytest\n\n\ndef test_alpha():\n    assert 1 == 1\n\n\ndef test_gamma():\n    assert len('ab') == 2\n"

@@ -143,7 +143,8 @@ def pinned_options(ini: Mapping[str, object]) -> list[str]:
             continue
         if (tok.startswith(("-p", "-W")) and not tok.startswith("--") and len(tok) > 2) \
                 or tok.startswith(("--import-mode=", "--doctest-glob=")) \
-                or tok in ("--strict-markers", "--strict-config", "--strict"):
+                or tok in ("--strict-markers", "--strict-config", "--strict", "--doctest-modules"):
+            # --doctest-modules: a doctest node id of PASS_TO_PASS (zipp's) is collected only with it
             kept.append(tok)
         i += 1
     return kept
@@ -156,8 +157,12 @@ def write_clean_ini(ini: Mapping[str, object], dest: Path) -> None:
         if key in _DROPPED_KEYS:
             continue
         value = ini[key]
-        text = "\n    ".join(str(v) for v in value) if isinstance(value, list) else str(value)
-        lines.append(f"{key} =" + (f" {text}" if "\n" not in text and text else ("\n    " + text if text else "")))
+        items = [str(v) for v in value] if isinstance(value, list) else str(value).splitlines() or [""]
+        if len(items) > 1:  # an ini value of several lines arrives as one string, comments and blank lines kept
+            # (zipp's filterwarnings): every line is re-indented, else `ignore:...` at column 0 is a new key
+            items = [ln.strip() for ln in items if ln.strip() and not ln.strip().startswith(("#", ";"))]
+        text = "\n    ".join(items)
+        lines.append(f"{key} =" + (f" {text}" if len(items) == 1 and text else ("\n    " + text if text else "")))
     lines.append("addopts =")
     dest.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
