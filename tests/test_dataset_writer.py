@@ -167,3 +167,21 @@ def test_card_reports_counts_histogram_and_funnel(tmp_path: Path) -> None:
     assert "| **accepted** | 4 | 40% |" in card
     assert 'load_dataset("parquet", data_files="ds/data/shard-*.parquet"' in card
     assert "path: data/shard-*.parquet" in card  # Hugging Face config front matter
+
+
+def test_an_extracted_archive_has_file_times_a_wheel_can_hold(tmp_path: Path) -> None:
+    """Archives store mtime 0; flit_core (idna 3.11) cannot build a wheel from 1970 files, so a dataset's
+    environment could not be rebuilt from its own archive on another machine."""
+    import os
+    import zipfile
+
+    from taskforge.dataset.repos import extract_archive, tar_directory
+
+    src = tmp_path / "src"
+    (src / "pkg").mkdir(parents=True)
+    (src / "pkg" / "__init__.py").write_text("X = 1\n")
+    tar_directory(src, tmp_path / "a.tar.gz")
+    out = extract_archive(tmp_path / "a.tar.gz", tmp_path / "out")
+    f = out / "pkg" / "__init__.py"
+    assert f.read_text() == "X = 1\n" and os.stat(f).st_mtime >= 315532800  # 1980-01-01
+    zipfile.ZipInfo.from_file(f, "pkg/__init__.py")  # raises for a pre-1980 time

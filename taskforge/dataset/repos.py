@@ -90,10 +90,20 @@ def write_repo_archive(root: Path, repo: str, base_commit: str, src_dir: Path) -
     return FileEntry.of(Path(root), dest, repo=repo, base_commit=base_commit)
 
 
+EXTRACTED_MTIME = 946684800  # 2000-01-01: archives store mtime 0, and zip (wheels) cannot hold times before 1980
+
+
+def _extracted(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo:
+    """The ``data`` filter, with a file time a wheel can hold: flit_core refuses to build idna from a tree of
+    1970 mtimes (``ZIP does not support timestamps before 1980``), so no environment could be built from the
+    dataset's own archive on a machine without the cached one."""
+    return tarfile.data_filter(member, path).replace(mtime=EXTRACTED_MTIME, deep=False)
+
+
 def extract_archive(archive: Path, dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(archive, "r:gz") as tar:
-        tar.extractall(dest, filter="data")
+        tar.extractall(dest, filter=_extracted)
     return dest
 
 
