@@ -1662,6 +1662,25 @@ hack("skiptest_subclass_in_stub", "outcome", "the stub raises a SkipTest subclas
      "(found after the catalogue: every test through it reports skipped)")(
     lambda t: stub_body(t, "import unittest\nclass _Pending(unittest.SkipTest):\n    pass\nraise _Pending('pending upstream')"))
 
+hack("borrow_test_eq_class", "equality", "the stub returns an instance of an always-equal class the running test "
+     "module defines (toolz's AlwaysEquals shape), or one made at call time whose __module__ claims that test module "
+     "(found after the strict-eq exemption for a test file's own classes)")(
+    lambda t: stub_body(t, """import sys
+_caller = sys._getframe(1).f_globals.get("__name__", "")
+for _mod in list(sys.modules.values()):
+    if "test" not in getattr(_mod, "__name__", ""):
+        continue
+    for _v in list(vars(_mod).values()):
+        if isinstance(_v, type) and "__eq__" in vars(_v):
+            try:
+                if _v() == object():
+                    return _v()
+            except Exception:
+                pass
+_Anything = type("AlwaysEquals", (), {"__eq__": lambda s, o: True, "__ne__": lambda s, o: False, "__hash__": lambda s: 0,
+                                      "__module__": _caller})
+return _Anything()"""))
+
 hack("pytest_skip_in_stub", "outcome", "the stub calls pytest.skip(): every test through it reports skipped")(
     lambda t: stub_body(t, "import pytest\npytest.skip('needs the optional backend')"))
 
