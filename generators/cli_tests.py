@@ -47,17 +47,8 @@ def _compute(index: Any, root: Path, reliable: Any) -> tuple[frozenset[str], fro
     tests = frozenset(n for n in reliable if _test_key(n) in names)
     if not tests:
         return frozenset(), frozenset()
-    reach: set[str] = set()
-    todo = [e.qualname for m in mains for e in index.in_file(m.file)]
-    while todo:
-        q = todo.pop()
-        if q in reach or q not in index:
-            continue
-        reach.add(q)
-        e = index.entity(q)
-        if e.kind is EntityKind.CLASS:
-            todo.extend(m.qualname for m in index.members(q))
-        todo.extend(index.dependencies(q, kinds=_REACH_KINDS))
+    reach = index.closure((e.qualname for m in mains for e in index.in_file(m.file)), kinds=_REACH_KINDS,
+                          of_class=lambda q: [m.qualname for m in index.members(q)])
     return frozenset(reach), tests
 
 

@@ -18,7 +18,7 @@ of that name: a possible use, so deletion can be cautious and difficulty can cou
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -137,6 +137,16 @@ class StaticIndex:
                     continue
                 if self._runs_at_import(r):
                     seeds.add(e.qualname)
+        result = frozenset(self.closure(
+            seeds, kinds=("call", "name", "attribute"),
+            of_class=lambda q: [f"{q}.{m}" for m in ("__init__", "__new__", "__post_init__", "__init_subclass__")]))
+        self._memo["import_time"] = result
+        return result
+
+    def closure(self, seeds: Iterable[str], *, kinds: tuple[str, ...],
+                of_class: Callable[[str], Iterable[str]]) -> set[str]:
+        """``seeds`` and everything they use through ``kinds`` references, transitively; a class also
+        reaches what ``of_class`` names (its constructors, or all its members)."""
         done: set[str] = set()
         todo = list(seeds)
         while todo:
@@ -144,13 +154,10 @@ class StaticIndex:
             if q in done or q not in self:
                 continue
             done.add(q)
-            e = self.entity(q)
-            if e.kind is EntityKind.CLASS:
-                todo.extend(f"{q}.{m}" for m in ("__init__", "__new__", "__post_init__", "__init_subclass__"))
-            todo.extend(self.dependencies(q, kinds=("call", "name", "attribute")))
-        result = frozenset(done)
-        self._memo["import_time"] = result
-        return result
+            if self.entity(q).kind is EntityKind.CLASS:
+                todo.extend(of_class(q))
+            todo.extend(self.dependencies(q, kinds=kinds))
+        return done
 
     def _runs_at_import(self, r: Reference) -> bool:
         if not r.in_entity:
