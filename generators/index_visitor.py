@@ -14,6 +14,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, QualifiedNameSource
 
 from generators import cst_metrics
+from generators.literal_mask import mask_constant_literals
 from taskforge.core.entities import Entity, EntityKind
 
 
@@ -53,7 +54,7 @@ class FileFacts:
 def index_file(text: str, rel: str, module: str, is_test: bool) -> FileFacts | str:
     """Facts of one file, or the parse error message."""
     try:
-        tree = cst.parse_module(text)
+        tree = cst.parse_module(mask_constant_literals(text))  # data tables: nothing to index inside
     except cst.ParserSyntaxError as exc:
         return f"libcst cannot parse it ({str(exc).splitlines()[0]})"
     facts = FileFacts(rel, module, is_test)
