@@ -251,6 +251,7 @@ def build_request(spec: EnvSpec, workspace: Path, request: RunRequest, scratch: 
         "coverage_json": str(scratch / "coverage.json"),
         "collect_only": request.collect_only,
         "tracebacks": request.tracebacks,
+        "stop_at_failure": request.stop_at_failure,
         "grading": request.grading,
         **({"shadow_allowed": list(request.shadow_allowed)} if request.shadow_allowed is not None else {}),
     }

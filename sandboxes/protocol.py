@@ -34,6 +34,8 @@ class RunRequest:
     grading: bool = False  # the run grades untrusted code (the runner hides PYTEST_CURRENT_TEST)
     tracebacks: bool = True  # False: ``--tb=no`` (callers that read outcomes only; 100 tracebacks cost more
     #                          than the tests)
+    stop_at_failure: bool = False  # ``--maxfail=1``: stop after the first failing test (callers that only
+    #                                need to know that something fails, and which test did first)
 
 
 @dataclass(frozen=True, slots=True)

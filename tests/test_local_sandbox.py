@@ -76,6 +76,18 @@ def test_outcomes_of_every_kind(toy) -> None:
     assert not list(root.rglob("__pycache__"))
 
 
+
+def test_stop_at_failure_ends_the_run_after_the_first_failing_test(toy) -> None:
+    """What ran up to the first failure ran as in a whole run; nothing after it runs (``--maxfail=1``)."""
+    sandbox, env, root = toy
+    whole = sandbox.run(env, root, RunRequest(tests=("tests/test_toy.py",), timeout_s=120)).report.outcomes()
+    out = sandbox.run(env, root, RunRequest(tests=("tests/test_toy.py",), timeout_s=120, stop_at_failure=True))
+    got = out.report.outcomes()
+    order = list(whole)
+    first = next(i for i, n in enumerate(order) if whole[n] in (Outcome.FAILED, Outcome.ERROR))
+    assert got == {n: whole[n] for n in order[: first + 1]}
+    assert len(got) < len(whole)
+
 def test_environment_is_scrubbed(toy, monkeypatch: pytest.MonkeyPatch) -> None:
     sandbox, env, root = toy
     monkeypatch.setenv("TASKFORGE_TEST_SECRET", "hunter2")

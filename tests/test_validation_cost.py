@@ -13,7 +13,7 @@ from taskforge.core.patches import read_tree
 from taskforge.core.task import Task
 from taskforge.reward.reward import _assemble
 from taskforge.reward.workspace import DirectoryTrees, walk_files
-from taskforge.validate.battery import STAND_INS, run_battery
+from taskforge.validate.battery import STAND_INS, BatteryResult, run_battery
 
 
 @pytest.fixture(scope="module")
@@ -141,3 +141,60 @@ def test_bench_validation_cost_splits_test_time_per_check_and_rejection(tmp_path
     assert demo["accepted_by_check"] == {"empty_patch": 1.0, "early_broken": 0.5, "battery": 0.5}
     assert demo["runs_per_task"]["battery"] == 2 and demo["rejected_by_reason"] == {"gold_failed": 1.0}
     assert cost["all"] == {"accepted": 1, "suite_eq_per_task": 3.0}
+
+
+def _modelled(task: Task, orig: Path, passes: dict[str, set[str]], calls: list[tuple[str, bool]]):
+    """A grader whose stand-in ``name`` passes the hidden tests ``passes[name]``, run in F2P order; with
+    ``stop_at_failure`` the outcomes end at the first failure, as pytest's ``--maxfail=1`` ends them."""
+    from taskforge.validate.battery import stand_in_patches
+
+    name_of = {p: n for n, p in stand_in_patches(task, orig, STAND_INS)[0].items()}
+
+    def grade(patch: str, stop_at_failure: bool = False) -> SimpleNamespace:
+        name = name_of[patch]
+        calls.append((name, stop_at_failure))
+        outcomes: dict[str, str] = {}
+        for t in task.fail_to_pass:
+            outcomes[t] = "passed" if t in passes.get(name, set()) else "failed"
+            if stop_at_failure and outcomes[t] == "failed":
+                break
+        score = float(all(outcomes.get(t) == "passed" for t in task.fail_to_pass))
+        return SimpleNamespace(score=score, outcomes=outcomes)
+    return grade
+
+
+def test_first_failure_battery_proves_not_cheatable_with_one_short_run_per_stand_in(
+        task: tuple[Task, Path]) -> None:
+    import dataclasses
+
+    t, orig = task
+    t = dataclasses.replace(t, fail_to_pass=("tests/t.py::a", "tests/t.py::b", "tests/t.py::c"))
+    calls: list[tuple[str, bool]] = []
+    seen: list[tuple[str, bool, object]] = []
+    res = run_battery(t, orig, _modelled(t, orig, {"none": {"tests/t.py::b"}}, calls), stop_when_cheatable=True,
+                      first_failure=True, record=lambda n, stopped, g: seen.append((n, stopped, g)))
+    assert not res.cheatable and calls == [(n, True) for n in STAND_INS]  # all fail ``a``: proven at once
+    assert [(n, s) for n, s, _ in seen] == calls
+
+
+def test_first_failure_battery_gives_the_whole_battery_verdict(task: tuple[Task, Path]) -> None:
+    """Random pass sets per stand-in: the verdict with truncated runs first is the whole gradings' verdict."""
+    import dataclasses
+
+    t, orig = task
+    ids = tuple(f"tests/t.py::t{i}" for i in range(4))
+    t = dataclasses.replace(t, fail_to_pass=ids)
+    rng = random.Random(7)
+    deciding = [n for n in STAND_INS if n != "frame_oracle"]
+    redone = 0
+    for _ in range(60):
+        passes = {n: {i for i in ids if rng.random() < 0.45} for n in STAND_INS}
+        quick_calls: list[tuple[str, bool]] = []
+        whole = run_battery(t, orig, _modelled(t, orig, passes, []), stop_when_cheatable=True, deciding=deciding)
+        quick = run_battery(t, orig, _modelled(t, orig, passes, quick_calls), stop_when_cheatable=True,
+                            deciding=deciding, first_failure=True)
+        def verdict(r: BatteryResult) -> bool:  # as validation reads it: frame_oracle decides nothing
+            return BatteryResult(ids, {k: v for k, v in r.scores.items() if k in deciding}).cheatable
+        assert verdict(quick) == verdict(whole), passes
+        redone += any(not stopped for _, stopped in quick_calls)
+    assert 0 < redone < 60  # both paths were taken

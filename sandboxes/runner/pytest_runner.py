@@ -39,6 +39,8 @@ REQUEST.json keys (unknown keys are ignored):
     collect_only     bool       only collect: the collected node ids are sent as ``collected`` records
     tracebacks       bool       false: ``--tb=no``, and no failure's traceback is formatted (``BriefFailures``;
                                 the caller reads outcomes only)
+    stop_at_failure  bool       ``--maxfail=1``: stop after the first failing test (the tests run up to it
+                                ran exactly as in a whole run; the rest are absent)
     shadow_allowed   list[str]  top-level names the workspace may define (grading runs; see above)
     grading          bool       a grading run (see above)
 
@@ -387,6 +389,8 @@ def main(argv: list[str]) -> int:
         args.append("--collect-only")
     if request.get("tracebacks", True) is False:
         args.append("--tb=no")
+    if request.get("stop_at_failure") is True and not collect_only:
+        args.append("--maxfail=1")
 
     import pytest  # only now: after sys.path is ordered and the shadowing check
 

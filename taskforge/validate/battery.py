@@ -303,14 +303,25 @@ class BatteryResult:
                    str(d.get("error", "")))
 
 
-def run_battery(task: Task, original_tree: Path, grade: Callable[[str], Graded],
+def run_battery(task: Task, original_tree: Path, grade: Callable[..., Graded],
                 names: Iterable[str] | None = None, *, stop_when_cheatable: bool = False,
-                deciding: Iterable[str] | None = None) -> BatteryResult:
-    """Grade every stand-in (one ``grade(patch)`` call each, in ``names`` order) against ``task``'s hidden tests.
+                deciding: Iterable[str] | None = None, first_failure: bool = False,
+                record: Callable[[str, bool, Graded], None] | None = None) -> BatteryResult:
+    """Grade every stand-in (``grade(patch)`` calls, in ``names`` order) against ``task``'s hidden tests.
 
     None is skipped, unless ``stop_when_cheatable``: then grading stops as soon as the stand-ins graded so far
     among ``deciding`` (default: all) make the result ``cheatable``. That verdict is final: more gradings only
     add cheats and covered tests, so the rejection is the one grading them all gives.
+
+    ``first_failure``: each stand-in is first graded with ``grade(patch, stop_at_failure=True)`` (pytest
+    stops after the first failing test; what ran up to it ran exactly as in a whole grading). The scores are
+    binary, so a task is cheatable exactly when the deciding stand-ins' passed tests together cover every
+    hidden test. One hidden test that every deciding stand-in *failed* therefore proves the task is not
+    cheatable, and the battery ends there: usually after one short run per stand-in, since a stand-in
+    fails the first hidden test it meets. Without such a test (a stand-in passed the test the others
+    failed at, or a run failed none), every truncated grading is redone whole and the verdict is the one
+    the whole gradings give. ``BatteryResult.covered`` then counts what the truncated gradings passed.
+    ``record(name, truncated, graded)``, when given, is called after every grading.
 
     When no body of the deleted entities can be stood in for (nothing matched, the code does not parse),
     nothing is graded (a stand-in patch would be the gold patch) and ``error`` says why.
@@ -325,13 +336,37 @@ def run_battery(task: Task, original_tree: Path, grade: Callable[[str], Graded],
         return BatteryResult(f2p, {}, error=f"no function or method of {list(task.entities)[:3]} to stand in for")
     scores: dict[str, tuple[float, tuple[str, ...]]] = {}
     seconds: dict[str, float] = {}
-    for name in names:
+    failed_at: dict[str, frozenset[str]] = {}  # stand-in -> hidden tests it failed in a truncated grading
+
+    def cheatable() -> bool:
+        return BatteryResult(f2p, {k: v for k, v in scores.items() if k in decide}).cheatable
+
+    def graded(name: str, stop: bool) -> Graded:
         start = time.monotonic()
-        res = grade(patches[name])
-        seconds[name] = round(time.monotonic() - start, 3)
+        res = grade(patches[name], stop_at_failure=True) if stop else grade(patches[name])
+        seconds[name] = round(seconds.get(name, 0.0) + time.monotonic() - start, 3)
         scores[name] = (float(res.score), tuple(n for n in f2p if res.outcomes.get(n) == "passed"))
-        if stop_when_cheatable and BatteryResult(f2p, {k: v for k, v in scores.items() if k in decide}).cheatable:
-            break
+        if record is not None:
+            record(name, stop, res)
+        return res
+
+    witness: set[str] | None = None
+    for name in names:  # once no test can be failed by all, the remaining deciding ones are graded whole
+        quick = first_failure and (name not in decide or witness is None or bool(witness))
+        res = graded(name, quick)
+        if quick:
+            failed_at[name] = frozenset(n for n in f2p if res.outcomes.get(n) in ("failed", "error"))
+            if name in decide:
+                witness = set(failed_at[name]) if witness is None else witness & failed_at[name]
+        if stop_when_cheatable and cheatable():
+            return BatteryResult(f2p, scores, replaced, seconds)
+    if not first_failure or witness:
+        return BatteryResult(f2p, scores, replaced, seconds)
+    for name in names:  # no hidden test failed under every stand-in: the truncated gradings, whole
+        if name in decide and failed_at.get(name):
+            graded(name, False)
+            if stop_when_cheatable and cheatable():
+                break
     return BatteryResult(f2p, scores, replaced, seconds)
 
 

@@ -180,7 +180,7 @@ class _Validation:
 
     def grade(self, task: Task, patch: str, trees: Any, *, trusted: bool = False,
               timeout_s: float | None = None, settings: Settings | None = None,
-              plan_seed: int | None = None) -> Any:
+              plan_seed: int | None = None, stop_at_failure: bool = False) -> Any:
         """Grade through the reward path; ``trusted`` (our own code: the empty patch, the battery's
         stand-ins) may fork from the warm sandbox, the gold patch is graded as an agent's patch is."""
         from taskforge.reward.reward import reward
@@ -188,7 +188,8 @@ class _Validation:
         t = time.monotonic()
         res = reward(task, patch, sandbox=self.sandbox, trees=trees, tracebacks=self.naive,
                      settings=settings or self.settings, trusted=trusted, timeout_s=timeout_s or self.limit_s,
-                     envs=FixedEnv(self.env_for_run()), plan_seed=plan_seed)  # type: ignore[arg-type]
+                     envs=FixedEnv(self.env_for_run()), plan_seed=plan_seed,  # type: ignore[arg-type]
+                     stop_at_failure=stop_at_failure)
         self.test_seconds += time.monotonic() - t
         return res
 
@@ -348,23 +349,22 @@ class _Validation:
         trees = DirectoryTrees(self.profile.repo_dir)
         hidden_only = dataclasses.replace(task, pass_to_pass=())
         names = list(STAND_INS)
-        order = iter(names)
         # a stand-in can make the code under test loop: a few times what the gold grading took is plenty
         gold_s = max((r.seconds for r in self.runs if r.check == "gold_patch"), default=10.0)
         timeout = min(self.limit_s, max(30.0, 5 * gold_s))
         lenient = dataclasses.replace(self.settings, monitor_zero=False)  # a score means the tests were fooled
         seed = secrets.randbits(64)
 
-        def grade(patch: str) -> Any:  # run_battery grades the stand-ins in ``names`` order
-            name = next(order)
-            res = self.grade(hidden_only, patch, trees, trusted=True, timeout_s=timeout, settings=lenient,
-                             plan_seed=seed)
-            self.runs.append(ValidationRun(f"battery_{name}", 1, res.score == 0.0, dict(res.outcomes),
-                                           res.timings.get("total_s", 0.0)))
-            return res
+        def grade(patch: str, stop_at_failure: bool = False) -> Any:
+            return self.grade(hidden_only, patch, trees, trusted=True, timeout_s=timeout, settings=lenient,
+                              plan_seed=seed, stop_at_failure=stop_at_failure)
+
+        def record(name: str, stopped: bool, res: Any) -> None:
+            self.runs.append(ValidationRun(f"battery_{name}{'_first_failure' if stopped else ''}", 1,
+                                           res.score == 0.0, dict(res.outcomes), res.timings.get("total_s", 0.0)))
 
         result = run_battery(task, self.profile.repo_dir, grade, names=names, stop_when_cheatable=True,
-                             deciding=[n for n in names if n != "frame_oracle"])
+                             deciding=[n for n in names if n != "frame_oracle"], first_failure=True, record=record)
         return dataclasses.replace(result, scores={k: v for k, v in result.scores.items() if k != "frame_oracle"})
 
     def _affected(self, before: Mapping[str, str | None], after: Mapping[str, str | None],
