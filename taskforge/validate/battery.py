@@ -316,11 +316,11 @@ def run_battery(task: Task, original_tree: Path, grade: Callable[..., Graded],
     ``first_failure``: each stand-in is first graded with ``grade(patch, stop_at_failure=True)`` (pytest
     stops after the first failing test; what ran up to it ran exactly as in a whole grading). The scores are
     binary, so a task is cheatable exactly when the deciding stand-ins' passed tests together cover every
-    hidden test. One hidden test that every deciding stand-in *failed* therefore proves the task is not
-    cheatable, and the battery ends there: usually after one short run per stand-in, since a stand-in
-    fails the first hidden test it meets. Without such a test (a stand-in passed the test the others
-    failed at, or a run failed none), every truncated grading is redone whole and the verdict is the one
-    the whole gradings give. ``BatteryResult.covered`` then counts what the truncated gradings passed.
+    hidden test. One hidden test that every deciding stand-in ran and did not pass (failed, error, skipped,
+    xfailed) therefore proves the task is not cheatable, and the battery ends there: usually after one
+    short run per stand-in, since a stand-in fails the first hidden test it meets (an xfail or skip
+    stand-in fails none and runs them all). Without such a test, every grading that left hidden tests
+    unrun is redone whole and the verdict is the one the whole gradings give. ``BatteryResult.covered`` then counts what the truncated gradings passed.
     ``record(name, truncated, graded)``, when given, is called after every grading.
 
     When no body of the deleted entities can be stood in for (nothing matched, the code does not parse),
@@ -336,7 +336,8 @@ def run_battery(task: Task, original_tree: Path, grade: Callable[..., Graded],
         return BatteryResult(f2p, {}, error=f"no function or method of {list(task.entities)[:3]} to stand in for")
     scores: dict[str, tuple[float, tuple[str, ...]]] = {}
     seconds: dict[str, float] = {}
-    failed_at: dict[str, frozenset[str]] = {}  # stand-in -> hidden tests it failed in a truncated grading
+    failed_at: dict[str, frozenset[str]] = {}  # stand-in -> hidden tests it ran and did not pass
+    unknown: dict[str, bool] = {}  # stand-in -> its first grading left some hidden test unrun
 
     def cheatable() -> bool:
         return BatteryResult(f2p, {k: v for k, v in scores.items() if k in decide}).cheatable
@@ -355,7 +356,9 @@ def run_battery(task: Task, original_tree: Path, grade: Callable[..., Graded],
         quick = first_failure and (name not in decide or witness is None or bool(witness))
         res = graded(name, quick)
         if quick:
-            failed_at[name] = frozenset(n for n in f2p if res.outcomes.get(n) in ("failed", "error"))
+            ran = {n: res.outcomes.get(n, "missing") for n in f2p}
+            failed_at[name] = frozenset(n for n, o in ran.items() if o not in ("passed", "missing"))
+            unknown[name] = any(o == "missing" for o in ran.values())
             if name in decide:
                 witness = set(failed_at[name]) if witness is None else witness & failed_at[name]
         if stop_when_cheatable and cheatable():
@@ -363,7 +366,7 @@ def run_battery(task: Task, original_tree: Path, grade: Callable[..., Graded],
     if not first_failure or witness:
         return BatteryResult(f2p, scores, replaced, seconds)
     for name in names:  # no hidden test failed under every stand-in: the truncated gradings, whole
-        if name in decide and failed_at.get(name):
+        if name in decide and unknown.get(name):
             graded(name, False)
             if stop_when_cheatable and cheatable():
                 break
