@@ -252,6 +252,7 @@ def build_request(spec: EnvSpec, workspace: Path, request: RunRequest, scratch: 
         "collect_only": request.collect_only,
         "tracebacks": request.tracebacks,
         "stop_at_failure": request.stop_at_failure,
+        "stop_after": request.stop_after,
         "grading": request.grading,
         **({"shadow_allowed": list(request.shadow_allowed)} if request.shadow_allowed is not None else {}),
     }

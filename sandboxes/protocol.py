@@ -36,6 +36,8 @@ class RunRequest:
     #                          than the tests)
     stop_at_failure: bool = False  # ``--maxfail=1``: stop after the first failing test (callers that only
     #                                need to know that something fails, and which test did first)
+    stop_after: str = ""  # a node id: stop once that test has run (its teardown reported); the tests before
+    #                       it ran exactly as in a whole run
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,6 +87,9 @@ def test_stop_at_failure_ends_the_run_after_the_first_failing_test(toy) -> None:
     first = next(i for i, n in enumerate(order) if whole[n] in (Outcome.FAILED, Outcome.ERROR))
     assert got == {n: whole[n] for n in order[: first + 1]}
     assert len(got) < len(whole)
+    after = order[1]  # stop_after: the tests up to that one, whatever they gave
+    out = sandbox.run(env, root, RunRequest(tests=("tests/test_toy.py",), timeout_s=120, stop_after=after))
+    assert out.report.outcomes() == {n: whole[n] for n in order[:2]}
 
 def test_environment_is_scrubbed(toy, monkeypatch: pytest.MonkeyPatch) -> None:
     sandbox, env, root = toy

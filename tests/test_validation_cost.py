@@ -143,24 +143,25 @@ def test_bench_validation_cost_splits_test_time_per_check_and_rejection(tmp_path
     assert cost["all"] == {"accepted": 1, "suite_eq_per_task": 3.0}
 
 
-def _modelled(task: Task, orig: Path, passes: dict[str, set[str]], calls: list[tuple[str, bool]]):
-    """A grader whose stand-in ``name`` passes the hidden tests ``passes[name]``, run in F2P order; with
-    ``stop_at_failure`` the outcomes end at the first failure, as pytest's ``--maxfail=1`` ends them."""
+def _modelled(task: Task, orig: Path, passes: dict[str, set[str]], calls: list[tuple[str, str]]):
+    """A grader whose stand-in ``name`` passes the hidden tests ``passes[name]``, run in F2P order; the
+    outcomes end at the first failure with ``stop_at_failure`` (pytest's ``--maxfail=1``), after the test
+    ``stop_after`` with that, and xfail/skip stand-ins fail nothing (their tests xfail or skip)."""
     from taskforge.validate.battery import stand_in_patches
 
     name_of = {p: n for n, p in stand_in_patches(task, orig, STAND_INS)[0].items()}
 
-    def grade(patch: str, stop_at_failure: bool = False) -> SimpleNamespace:
+    def grade(patch: str, stop_at_failure: bool = False, stop_after: str = "") -> SimpleNamespace:
         name = name_of[patch]
-        calls.append((name, stop_at_failure))
+        calls.append((name, "first_failure" if stop_at_failure else "after_witness" if stop_after else ""))
         outcomes: dict[str, str] = {}
-        for t in task.fail_to_pass:  # xfail/skip stand-ins fail nothing: --maxfail never stops them
+        for t in task.fail_to_pass:
             outcomes[t] = "passed" if t in passes.get(name, set()) else "xfailed" if name in ("xfail", "skip") \
                 else "failed"
-            if stop_at_failure and outcomes[t] == "failed":
+            if (stop_at_failure and outcomes[t] == "failed") or t == stop_after:
                 break
         outcomes = {t: outcomes.get(t, "missing") for t in task.fail_to_pass}
-        score = float(all(outcomes.get(t) == "passed" for t in task.fail_to_pass))
+        score = float(all(o == "passed" for o in outcomes.values()))
         return SimpleNamespace(score=score, outcomes=outcomes)
     return grade
 
@@ -171,11 +172,14 @@ def test_first_failure_battery_proves_not_cheatable_with_one_short_run_per_stand
 
     t, orig = task
     t = dataclasses.replace(t, fail_to_pass=("tests/t.py::a", "tests/t.py::b", "tests/t.py::c"))
-    calls: list[tuple[str, bool]] = []
-    seen: list[tuple[str, bool, object]] = []
-    res = run_battery(t, orig, _modelled(t, orig, {"none": {"tests/t.py::b"}}, calls), stop_when_cheatable=True,
-                      first_failure=True, record=lambda n, stopped, g: seen.append((n, stopped, g)))
-    assert not res.cheatable and calls == [(n, True) for n in STAND_INS]  # all fail ``a``: proven at once
+    calls: list[tuple[str, str]] = []
+    seen: list[tuple[str, str, object]] = []
+    passes = {"always_equal": {"tests/t.py::a"}, "none": {"tests/t.py::c"}}
+    res = run_battery(t, orig, _modelled(t, orig, passes, calls), stop_when_cheatable=True,
+                      first_failure=True, record=lambda n, stop, g: seen.append((n, stop, g)))
+    # always_equal stops at b (its first failure); every other stand-in fails b: proven, no whole grading
+    assert not res.cheatable
+    assert calls == [("always_equal", "first_failure"), *[(n, "after_witness") for n in list(STAND_INS)[1:]]]
     assert [(n, s) for n, s, _ in seen] == calls
 
 
@@ -191,12 +195,12 @@ def test_first_failure_battery_gives_the_whole_battery_verdict(task: tuple[Task,
     redone = 0
     for _ in range(60):
         passes = {n: {i for i in ids if rng.random() < 0.45} for n in STAND_INS}
-        quick_calls: list[tuple[str, bool]] = []
+        quick_calls: list[tuple[str, str]] = []
         whole = run_battery(t, orig, _modelled(t, orig, passes, []), stop_when_cheatable=True, deciding=deciding)
         quick = run_battery(t, orig, _modelled(t, orig, passes, quick_calls), stop_when_cheatable=True,
                             deciding=deciding, first_failure=True)
         def verdict(r: BatteryResult) -> bool:  # as validation reads it: frame_oracle decides nothing
             return BatteryResult(ids, {k: v for k, v in r.scores.items() if k in deciding}).cheatable
         assert verdict(quick) == verdict(whole), passes
-        redone += any(not stopped for _, stopped in quick_calls)
+        redone += any(not stop for _, stop in quick_calls)
     assert 0 < redone < 60  # both paths were taken

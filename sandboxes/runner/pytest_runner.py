@@ -41,6 +41,7 @@ REQUEST.json keys (unknown keys are ignored):
                                 the caller reads outcomes only)
     stop_at_failure  bool       ``--maxfail=1``: stop after the first failing test (the tests run up to it
                                 ran exactly as in a whole run; the rest are absent)
+    stop_after       str        a node id: stop once that test has run (``StopAfter``); absent: run all
     shadow_allowed   list[str]  top-level names the workspace may define (grading runs; see above)
     grading          bool       a grading run (see above)
 
@@ -186,6 +187,23 @@ class SelectPlugin:
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = keep
+
+
+class StopAfter:
+    """Ends the session once the test ``nodeid`` has run (its teardown reported), as ``--maxfail`` ends it
+    (exit 1). The tests before it ran exactly as in a whole run. A node id that never runs stops nothing."""
+
+    def __init__(self, nodeid: str) -> None:
+        self.nodeid = nodeid
+        self.session: Any = None
+
+    def pytest_sessionstart(self, session: Any) -> None:
+        self.session = session
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.when == "teardown" and report.nodeid == self.nodeid and self.session is not None \
+                and type(report).__name__ not in SUBTEST_REPORTS:
+            self.session.shouldfail = f"stopped after {self.nodeid} (stop_after)"
 
 
 class BriefFailures:
@@ -407,6 +425,8 @@ def main(argv: list[str]) -> int:
     plugin = ReportPlugin(cov=cov, collect_only=collect_only)
     if request.get("tracebacks", True) is False:
         plugins.append(BriefFailures())
+    if request.get("stop_after") and not collect_only:
+        plugins.append(StopAfter(str(request["stop_after"])))
     exit_code = 3
     try:
         exit_code = int(pytest.main(args, plugins=[plugin, *plugins]))

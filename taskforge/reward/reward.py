@@ -124,7 +124,8 @@ def grading_limit_s(task: Task, settings: Settings) -> float:
 
 def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, settings: Settings | None = None,
            timeout_s: float | None = None, envs: EnvCache | None = None, tracebacks: bool = True,
-           trusted: bool = False, plan_seed: int | None = None, stop_at_failure: bool = False) -> RewardResult:
+           trusted: bool = False, plan_seed: int | None = None, stop_at_failure: bool = False,
+           stop_after: str = "") -> RewardResult:
     """Grade ``patch`` (a unified diff against the broken workspace) on ``task`` in a fresh workspace.
 
     ``tracebacks=False`` runs pytest with ``--tb=no`` (validation reads outcomes only); scores are the same.
@@ -133,8 +134,10 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
     ``plan_seed`` (trusted gradings only; ignored otherwise): draw the canaries and the strict equality's name
     from this seed instead of afresh, so that gradings of several stand-ins of one task plant byte-identical
     test files (the warm runs then rewrite their asserts once, ``sandboxes/runner/rewrite_cache.py``).
-    ``stop_at_failure``: pytest stops after the first failing test (``--maxfail=1``). The binary score is the
-    same (a failure scores 0 either way); ``fraction`` and ``outcomes`` then cover the tests run up to it.
+    ``stop_at_failure``: pytest stops after the first failing test (``--maxfail=1``); ``stop_after`` (a node
+    id): once that test has run. ``outcomes`` then cover the tests run up to there (the rest ``missing``,
+    so such a grading scores 0 unless it ran everything); with ``stop_at_failure`` alone the binary score
+    is the whole grading's (a failure scores 0 either way).
     """
     settings = settings or Settings()
     timeout = float(timeout_s if timeout_s is not None else grading_limit_s(task, settings))
@@ -159,7 +162,7 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
             return _monitored(_result(task, outcome.flags, outcome.detail, timings), patch, settings, task)
         args, plan, flags, detail, read_only, allowed = outcome
         request = RunRequest(tests=tuple(args), timeout_s=timeout, tracebacks=tracebacks,
-                             stop_at_failure=stop_at_failure,
+                             stop_at_failure=stop_at_failure, stop_after=stop_after,
                              env={"PYTEST_ADDOPTS": "", "PYTEST_PLUGINS": ""}, read_only=read_only,
                              shadow_allowed=allowed, grading=not trusted)
         run_start = time.monotonic()

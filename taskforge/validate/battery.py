@@ -306,22 +306,26 @@ class BatteryResult:
 def run_battery(task: Task, original_tree: Path, grade: Callable[..., Graded],
                 names: Iterable[str] | None = None, *, stop_when_cheatable: bool = False,
                 deciding: Iterable[str] | None = None, first_failure: bool = False,
-                record: Callable[[str, bool, Graded], None] | None = None) -> BatteryResult:
+                record: Callable[[str, str, Graded], None] | None = None) -> BatteryResult:
     """Grade every stand-in (``grade(patch)`` calls, in ``names`` order) against ``task``'s hidden tests.
 
     None is skipped, unless ``stop_when_cheatable``: then grading stops as soon as the stand-ins graded so far
     among ``deciding`` (default: all) make the result ``cheatable``. That verdict is final: more gradings only
     add cheats and covered tests, so the rejection is the one grading them all gives.
 
-    ``first_failure``: each stand-in is first graded with ``grade(patch, stop_at_failure=True)`` (pytest
-    stops after the first failing test; what ran up to it ran exactly as in a whole grading). The scores are
-    binary, so a task is cheatable exactly when the deciding stand-ins' passed tests together cover every
-    hidden test. One hidden test that every deciding stand-in ran and did not pass (failed, error, skipped,
-    xfailed) therefore proves the task is not cheatable, and the battery ends there: usually after one
-    short run per stand-in, since a stand-in fails the first hidden test it meets (an xfail or skip
-    stand-in fails none and runs them all). Without such a test, every grading that left hidden tests
-    unrun is redone whole and the verdict is the one the whole gradings give. ``BatteryResult.covered`` then counts what the truncated gradings passed.
-    ``record(name, truncated, graded)``, when given, is called after every grading.
+    ``first_failure``: the scores are binary, so a task is cheatable exactly when the deciding stand-ins'
+    passed tests together cover every hidden test; one hidden test that every deciding stand-in ran and did
+    not pass proves it is not. The first deciding stand-in is graded with ``grade(patch,
+    stop_at_failure=True)`` (pytest stops at its first failing test); the first hidden test it did not pass
+    is the witness, and every other stand-in is graded with ``grade(patch, stop_after=witness)`` (it stops
+    once the witness has run). Each such run is a prefix of the whole grading: the tests up to there ran
+    exactly as they run in it. If every deciding stand-in fails the witness the battery ends: one short
+    run per stand-in instead of a whole hidden-test run. Otherwise every grading that left hidden tests
+    unrun is redone whole, and the verdict is the one the whole gradings give. ``BatteryResult.covered``
+    counts what the gradings that were kept passed.
+
+    ``record(name, stop, graded)``, when given, is called after every grading (``stop``: "" for a whole
+    grading, "first_failure" or "after_witness").
 
     When no body of the deleted entities can be stood in for (nothing matched, the code does not parse),
     nothing is graded (a stand-in patch would be the gold patch) and ``error`` says why.
@@ -336,38 +340,46 @@ def run_battery(task: Task, original_tree: Path, grade: Callable[..., Graded],
         return BatteryResult(f2p, {}, error=f"no function or method of {list(task.entities)[:3]} to stand in for")
     scores: dict[str, tuple[float, tuple[str, ...]]] = {}
     seconds: dict[str, float] = {}
-    failed_at: dict[str, frozenset[str]] = {}  # stand-in -> hidden tests it ran and did not pass
-    unknown: dict[str, bool] = {}  # stand-in -> its first grading left some hidden test unrun
+    partial: set[str] = set()  # stand-ins whose grading left some hidden test unrun
 
     def cheatable() -> bool:
         return BatteryResult(f2p, {k: v for k, v in scores.items() if k in decide}).cheatable
 
-    def graded(name: str, stop: bool) -> Graded:
+    def graded(name: str, stop: str = "", witness: str = "") -> frozenset[str]:
+        """Grade ``name``; the hidden tests it ran and did not pass."""
         start = time.monotonic()
-        res = grade(patches[name], stop_at_failure=True) if stop else grade(patches[name])
+        kw = {"stop_at_failure": True} if stop == "first_failure" else {"stop_after": witness} if stop else {}
+        res = grade(patches[name], **kw)
         seconds[name] = round(seconds.get(name, 0.0) + time.monotonic() - start, 3)
         scores[name] = (float(res.score), tuple(n for n in f2p if res.outcomes.get(n) == "passed"))
         if record is not None:
             record(name, stop, res)
-        return res
+        ran = {n: res.outcomes.get(n, "missing") for n in f2p}
+        partial.discard(name)
+        if any(o == "missing" for o in ran.values()):
+            partial.add(name)
+        return frozenset(n for n, o in ran.items() if o not in ("passed", "missing"))
 
-    witness: set[str] | None = None
-    for name in names:  # once no test can be failed by all, the remaining deciding ones are graded whole
-        quick = first_failure and (name not in decide or witness is None or bool(witness))
-        res = graded(name, quick)
-        if quick:
-            ran = {n: res.outcomes.get(n, "missing") for n in f2p}
-            failed_at[name] = frozenset(n for n, o in ran.items() if o not in ("passed", "missing"))
-            unknown[name] = any(o == "missing" for o in ran.values())
-            if name in decide:
-                witness = set(failed_at[name]) if witness is None else witness & failed_at[name]
+    witness, held = "", first_failure
+    for name in names:
+        if not held:  # whole gradings (the default, or the witness no longer holds)
+            graded(name)
+        elif not witness and name in decide:
+            failed = graded(name, "first_failure")
+            witness = next((n for n in f2p if n in failed), "")
+            held = bool(witness)
+        elif witness:
+            failed = graded(name, "after_witness", witness)
+            held = witness in failed or name not in decide
+        else:  # a stand-in that decides nothing, before any deciding one: whole
+            graded(name)
         if stop_when_cheatable and cheatable():
             return BatteryResult(f2p, scores, replaced, seconds)
-    if not first_failure or witness:
+    if held or not first_failure:
         return BatteryResult(f2p, scores, replaced, seconds)
-    for name in names:  # no hidden test failed under every stand-in: the truncated gradings, whole
-        if name in decide and unknown.get(name):
-            graded(name, False)
+    for name in names:  # no witness: the gradings that left tests unrun, whole
+        if name in decide and name in partial:
+            graded(name)
             if stop_when_cheatable and cheatable():
                 break
     return BatteryResult(f2p, scores, replaced, seconds)

@@ -38,7 +38,8 @@ Every run is killed after ``run_limit_s`` (k x the baseline's slowest suite run 
 6. ``audit``: scrub the agent's workspace and search it, its git store and the environment for the
    deleted code (``taskforge.audit.audit``) -> ``LEAK_FOUND``.
 7. ``battery`` (``Settings.battery``): cheap stand-ins for the deleted code graded on the hidden tests
-   (``taskforge.validate.battery``) -> ``CHEATABLE``; grading stops once the verdict is certain.
+   (``taskforge.validate.battery``) -> ``CHEATABLE``; grading stops once the verdict is certain, and
+   each stand-in runs only up to a witness (a hidden test the first stand-in failed) unless one passes it.
 
 The warm sandbox's runs (every check above but the gold gradings, which are confined) share a cache of
 assert-rewritten test modules keyed by their bytes (``sandboxes/runner/rewrite_cache.py``): a test file
@@ -180,7 +181,7 @@ class _Validation:
 
     def grade(self, task: Task, patch: str, trees: Any, *, trusted: bool = False,
               timeout_s: float | None = None, settings: Settings | None = None,
-              plan_seed: int | None = None, stop_at_failure: bool = False) -> Any:
+              plan_seed: int | None = None, stop_at_failure: bool = False, stop_after: str = "") -> Any:
         """Grade through the reward path; ``trusted`` (our own code: the empty patch, the battery's
         stand-ins) may fork from the warm sandbox, the gold patch is graded as an agent's patch is."""
         from taskforge.reward.reward import reward
@@ -189,7 +190,7 @@ class _Validation:
         res = reward(task, patch, sandbox=self.sandbox, trees=trees, tracebacks=self.naive,
                      settings=settings or self.settings, trusted=trusted, timeout_s=timeout_s or self.limit_s,
                      envs=FixedEnv(self.env_for_run()), plan_seed=plan_seed,  # type: ignore[arg-type]
-                     stop_at_failure=stop_at_failure)
+                     stop_at_failure=stop_at_failure, stop_after=stop_after)
         self.test_seconds += time.monotonic() - t
         return res
 
@@ -337,8 +338,11 @@ class _Validation:
     def _battery(self, task: Task) -> Any:
         """Grade the cheap stand-ins on the hidden tests; each grading is recorded as a validation run.
 
-        ``frame_oracle`` is graded and recorded but rejects nothing: it beats any ``assert f(x) == y``
-        test, and the reward's patch monitor zeroes what reads frames (``frame_inspection``). Grading stops
+        ``frame_oracle`` is not graded here: it would reject nothing (it beats any ``assert f(x) == y`` test,
+        and the reward's patch monitor zeroes what reads frames, ``frame_inspection``; the red-team
+        catalogue checks that), and its grading can run to its time limit (a sqlparse task: 30 s, against
+        0.5 s for each other stand-in). Each stand-in is first graded up to a witness
+        (``run_battery(first_failure=True)``). Grading stops
         once the stand-ins graded so far make the task cheatable (the rejection is then certain). All
         gradings of one battery plant the same canaries (one ``plan_seed``, drawn afresh per battery): their
         test files are byte-identical, so the warm runs rewrite the hidden tests' asserts once.
@@ -348,24 +352,23 @@ class _Validation:
 
         trees = DirectoryTrees(self.profile.repo_dir)
         hidden_only = dataclasses.replace(task, pass_to_pass=())
-        names = list(STAND_INS)
+        names = [n for n in STAND_INS if n != "frame_oracle"]
         # a stand-in can make the code under test loop: a few times what the gold grading took is plenty
         gold_s = max((r.seconds for r in self.runs if r.check == "gold_patch"), default=10.0)
         timeout = min(self.limit_s, max(30.0, 5 * gold_s))
         lenient = dataclasses.replace(self.settings, monitor_zero=False)  # a score means the tests were fooled
         seed = secrets.randbits(64)
 
-        def grade(patch: str, stop_at_failure: bool = False) -> Any:
+        def grade(patch: str, stop_at_failure: bool = False, stop_after: str = "") -> Any:
             return self.grade(hidden_only, patch, trees, trusted=True, timeout_s=timeout, settings=lenient,
-                              plan_seed=seed, stop_at_failure=stop_at_failure)
+                              plan_seed=seed, stop_at_failure=stop_at_failure, stop_after=stop_after)
 
-        def record(name: str, stopped: bool, res: Any) -> None:
-            self.runs.append(ValidationRun(f"battery_{name}{'_first_failure' if stopped else ''}", 1,
+        def record(name: str, stop: str, res: Any) -> None:
+            self.runs.append(ValidationRun(f"battery_{name}{'_' + stop if stop else ''}", 1,
                                            res.score == 0.0, dict(res.outcomes), res.timings.get("total_s", 0.0)))
 
-        result = run_battery(task, self.profile.repo_dir, grade, names=names, stop_when_cheatable=True,
-                             deciding=[n for n in names if n != "frame_oracle"], first_failure=True, record=record)
-        return dataclasses.replace(result, scores={k: v for k, v in result.scores.items() if k != "frame_oracle"})
+        return run_battery(task, self.profile.repo_dir, grade, names=names, stop_when_cheatable=True,
+                           first_failure=True, record=record)
 
     def _affected(self, before: Mapping[str, str | None], after: Mapping[str, str | None],
                   among: frozenset[str]) -> set[str]:
