@@ -73,7 +73,13 @@ class CanaryPlan:
             got_all = by_function.get(nodeid) or ["missing"]
             path = nodeid.split("::")[0]
             excused = path in broken_files and path != self.standalone
+            # an instance the project skips is no tampering when a sibling instance ran as it must: an
+            # autouse fixture parametrized over optional backends parametrizes the canaries too
+            # (markupsafe's ``_mod`` over (_native, _speedups) skips ``[_speedups]`` without the C extension)
+            sibling_ran = len(got_all) > 1 and ("failed" if want == "fail" else "passed") in got_all
             for got in dict.fromkeys(got_all):
+                if got == "skipped" and sibling_ran:
+                    continue
                 if want == "fail":
                     if got in ("passed", "xpassed", "xfailed"):
                         problems.append(f"must-fail canary {nodeid} reported {got}")
