@@ -77,6 +77,15 @@ def test_outcomes_of_every_kind(toy) -> None:
 
 
 
+def test_tests_see_plugin_autoload_as_a_plain_pytest_would(toy) -> None:
+    """The graded session loads no entry-point plugin; a pytest the tests start (pytester) loads them."""
+    sandbox, env, root = toy
+    write(root, {"autoload/test_autoload.py": "import os\n\ndef test_env():\n"
+                                              "    assert 'PYTEST_DISABLE_PLUGIN_AUTOLOAD' not in os.environ\n"})
+    out = sandbox.run(env, root, RunRequest(tests=("autoload/test_autoload.py",), timeout_s=120))
+    assert out.report.outcomes() == {"autoload/test_autoload.py::test_env": Outcome.PASSED}
+
+
 def test_stop_at_failure_ends_the_run_after_the_first_failing_test(toy) -> None:
     """What ran up to the first failure ran as in a whole run; nothing after it runs (``--maxfail=1``)."""
     sandbox, env, root = toy

@@ -17,7 +17,10 @@ or anything after ``end`` as forged, and a run without ``end`` as a run that nev
 Also before anything of the workspace runs:
 - ``sys.path``: the workspace's source roots go *after* site-packages (``PYTHONPATH`` put them first);
 - plugins: ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``, and the ``pytest11`` plugins of distributions installed
-  in the environment (never one found in the workspace) are loaded explicitly with ``-p``;
+  in the environment (never one found in the workspace) are loaded explicitly with ``-p``. Once this
+  session is configured the variable is restored to what it was (``RestoreAutoload``), so a pytest the
+  tests start themselves (``pytester``, a subprocess) loads plugins as a plain pytest would: pytest-mock's
+  own tests run ``mocker`` in an inner session;
 - ``shadow_allowed`` (grading runs): a top-level module or package in a source root or the workspace root
   that the original tree did not have and that has the name of a stdlib module or of a module installed
   in the environment refuses the run (a ``shadow`` record, exit 4);
@@ -187,6 +190,20 @@ class SelectPlugin:
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = keep
+
+
+class RestoreAutoload:
+    """Puts ``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` back as it was once this session's plugins are loaded: only
+    the graded session itself runs without entry-point plugins (see the module docstring)."""
+
+    def __init__(self, previous: str | None) -> None:
+        self.previous = previous
+
+    def pytest_configure(self, config: Any) -> None:
+        if self.previous is None:
+            os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+        else:
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = self.previous
 
 
 class StopAfter:
@@ -388,6 +405,7 @@ def main(argv: list[str]) -> int:
     start = time.monotonic()
     src_roots = [str(r) for r in request.get("src_roots", [])]
     _order_sys_path(src_roots)
+    autoload = RestoreAutoload(os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"))
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     if request.get("shadow_allowed") is not None:
         shadows = _shadowing(src_roots, set(request["shadow_allowed"]))
@@ -423,6 +441,7 @@ def main(argv: list[str]) -> int:
         plugins.append(SelectPlugin(nodeids, paths))
     cov = _coverage_start(request) if want_cov else None
     plugin = ReportPlugin(cov=cov, collect_only=collect_only)
+    plugins.append(autoload)
     if request.get("tracebacks", True) is False:
         plugins.append(BriefFailures())
     if request.get("stop_after") and not collect_only:
