@@ -8,7 +8,8 @@ first source that exists, in this order of trust, and within it the variant for 
 
 1. ``[dependency-groups]`` of pyproject.toml (PEP 735): ``test``, ``tests``, ``testing``, then ``dev``...;
 2. the tox environment of ``python`` (``[testenv:py311]`` or a section naming ``py311``/``py3.11``), else
-   ``[testenv]``: its ``deps`` (``-r FILE`` followed, factor-conditional lines kept only for ``python``);
+   ``[testenv]``: its ``deps`` (``-r FILE`` followed; a factor-conditional line is kept when its condition
+   holds for the ``envlist`` env that tests under ``python``, e.g. ``py311-unit`` for ``unit-!pypy: dep``);
 3. one requirement file: the one named for ``python`` (``tests311.txt``, ``tests-py3.11.txt``), else the
    unversioned one with the shortest name; files named for another Python are never read;
 4. ``session.install(...)`` calls of ``noxfile.py``.
@@ -121,11 +122,58 @@ def _resolve_group(groups: dict[str, Any], name: str, seen: set[str]) -> list[st
     return out
 
 
+_NOT_TEST_FACTORS = frozenset({"lint", "linting", "mypy", "typing", "types", "type", "docs", "doc", "doctest",
+                               "flake8", "style", "pre-commit", "precommit", "format", "black", "isort",
+                               "pylint", "ruff", "pyright", "build", "release", "publish", "coverage",
+                               "report", "clean", "check", "checks", "pep8", "bandit", "spell", "benchmark",
+                               "bench", "perf", "mypy-check", "twine", "packaging", "readme", "manifest"})
+_TEST_FACTORS = ("unit", "test", "tests", "pytest", "testing", "unittests")
+
+
+def expand_envlist(text: str) -> list[str]:
+    """tox env names of an ``envlist`` value, brace groups expanded (``py{310,311}-{unit,doctest}``)."""
+    names: list[str] = []
+    for part in re.split(r",(?![^{]*\})|\n", text):
+        part = part.strip()
+        if not part or part.startswith("#"):
+            continue
+        todo = [part]
+        while todo:
+            name = todo.pop(0)
+            m = re.search(r"\{([^{}]*)\}", name)
+            if m is None:
+                names.append(name)
+                continue
+            todo[:0] = [name[:m.start()] + alt.strip() + name[m.end():] for alt in m.group(1).split(",")]
+    return list(dict.fromkeys(names))
+
+
+def tox_factors(tox: configparser.ConfigParser, python: str) -> set[str]:
+    """The factors of the tox env that runs the tests under ``python``: from ``envlist``, an env that
+    names ``python`` (``py311-unit``), preferring a test factor (``unit``, ``tests``) and avoiding lint,
+    type-check and docs ones; its factors, plus ``python``'s own names (``py311``, ``py3.11``, ``py3``)."""
+    major, _, minor = python.partition(".")
+    own = {f"py{major}{minor}", f"py{major}.{minor}", f"py{major}"}
+    envlist = tox.get("tox", "envlist", fallback="") or tox.get("tox", "env_list", fallback="")
+    envs = [e.split("-") for e in expand_envlist(envlist)]
+    ours = [fs for fs in envs if own & set(fs) and not _NOT_TEST_FACTORS & set(fs)]
+    best = next((fs for fs in ours if set(_TEST_FACTORS) & set(fs)), ours[0] if ours else [])
+    return own | set(best)
+
+
+def factor_condition_holds(cond: str, factors: set[str]) -> bool:
+    """A tox factor condition: ``,`` is or, ``-`` is and, ``!`` is not (``unit-!py315t``, ``py37,py38``)."""
+    return any(all((f[1:] not in factors) if f.startswith("!") else (f in factors)
+                   for f in alt.strip().split("-") if f)
+               for alt in cond.split(","))
+
+
 def _tox_deps(repo: Path, tox: configparser.ConfigParser, python: str) -> RequirementSet | None:
     major, _, minor = python.partition(".")
-    factors = {f"py{major}{minor}", f"py{major}.{minor}", f"py{major}"}
+    own = {f"py{major}{minor}", f"py{major}.{minor}", f"py{major}"}
+    factors = tox_factors(tox, python)
     section = next((s for s in tox.sections() if s.startswith("testenv:") and tox.has_option(s, "deps")
-                    and factors & {f.strip() for f in s.split(":", 1)[1].split(",")}), "")
+                    and own & {f.strip() for f in s.split(":", 1)[1].split(",")}), "")
     section = section or ("testenv" if tox.has_option("testenv", "deps") else "")
     if not section:
         return None
@@ -133,8 +181,8 @@ def _tox_deps(repo: Path, tox: configparser.ConfigParser, python: str) -> Requir
     for raw in tox.get(section, "deps").splitlines():
         line = raw.split(" #", 1)[0].strip()
         if ":" in line and not line.startswith(("-", "#")) and "://" not in line:
-            cond, _, line = line.partition(":")  # tox factor condition: "py37,py38: dep"
-            if not factors & {c.strip() for c in cond.split(",")}:
+            cond, _, line = line.partition(":")  # tox factor condition: "py37,py38: dep", "unit-!pypy: dep"
+            if not factor_condition_holds(cond, factors):
                 continue
             line = line.strip()
         if not line or line.startswith("#") or "{" in line:

@@ -148,6 +148,43 @@ def test_tox_env_of_the_running_python_wins(tmp_path: Path) -> None:
     assert detect_env(tmp_path, python="3.7").requirements == ("pytest==7.4.4",)
 
 
+def test_tox_factor_conditions_of_the_test_env(tmp_path: Path) -> None:
+    """pyparsing 3.3.3: deps are conditional on the ``unit`` factor of ``py311-unit``, some negated."""
+    write(tmp_path, {
+        "pyproject.toml": "[project]\nname = 'facty'\n",
+        "tox.ini": """
+            [tox]
+            envlist =
+                py39-unit,py{310,311,314t}-{unit,doctest},mypy-check
+            [testenv]
+            deps =
+                unit: pytest
+                unit-!py315t: matplotlib; python_version <= '3.15'
+                py311-!unit: never-this
+                doctest: sphinx
+            """,
+        "tests/requirements.txt": "coverage\ntox\npre-commit\n",
+        "facty/__init__.py": "",
+        "tests/test_t.py": "def test_t():\n    pass\n",
+    })
+    assert detect_env(tmp_path, python="3.11").requirements == ("pytest", "matplotlib; python_version <= '3.15'")
+
+
+def test_tox_factor_helpers() -> None:
+    import configparser
+
+    from generators.requirement_sets import expand_envlist, factor_condition_holds, tox_factors
+
+    assert expand_envlist("py{310,311}-{unit,doctest}, lint") == [
+        "py310-unit", "py310-doctest", "py311-unit", "py311-doctest", "lint"]
+    tox = configparser.ConfigParser()
+    tox.read_string("[tox]\nenvlist = lint, py311-docs, py{311,312}-{cov,nocov}\n")
+    assert tox_factors(tox, "3.11") >= {"py311", "cov"} and "docs" not in tox_factors(tox, "3.11")
+    assert factor_condition_holds("py37,py311", {"py311"}) and not factor_condition_holds("py37", {"py311"})
+    assert factor_condition_holds("unit-!pypy", {"unit", "py311"})
+    assert not factor_condition_holds("unit-!py311", {"unit", "py311"})
+
+
 def test_python_tag_of_requirement_file_names() -> None:
     from generators.requirement_sets import python_tag
 
