@@ -83,7 +83,7 @@ def detect_env(repo: Path, *, python: str = "3.11", name_hint: str = "") -> EnvS
     requirements: list[str] = list(chosen_set.requirements) if chosen_set else []
     notes.extend(set_notes)
 
-    src_roots, why = _src_roots(repo)
+    src_roots, why = _src_roots(repo, pyproject, setup_cfg, setup_py)
     notes.append(f"src_roots: {why}")
     package_dirs, why = _package_dirs(repo, src_roots, name)
     notes.append(f"package_dirs: {why}")
@@ -201,12 +201,46 @@ def _req_name(req: str) -> str:
 
 # --- layout ----------------------------------------------------------------------------------------
 
-def _src_roots(repo: Path) -> tuple[tuple[str, ...], str]:
+def _src_roots(repo: Path, pyproject: dict[str, Any] | None = None, cfg: configparser.ConfigParser | None = None,
+               setup_py: str = "") -> tuple[tuple[str, ...], str]:
+    declared, where = _declared_root(pyproject or {}, cfg, setup_py)
+    if declared and declared != "." and (repo / declared).is_dir() and not declared.startswith(("/", "..")):
+        return (declared,), f"{where} puts the packages under {declared}/"
     src = repo / "src"
     if src.is_dir() and any((p / "__init__.py").is_file() or (p.suffix == ".py")
                             for p in src.iterdir()):
         return ("src",), "src-layout (src/ holds the packages)"
     return (".",), "flat layout (packages at the repository root)"
+
+
+def _declared_root(pyproject: dict[str, Any], cfg: configparser.ConfigParser | None,
+                   setup_py: str) -> tuple[str, str]:
+    """The root-package directory the build config declares (``package_dir = {"": "lib"}``), or ""."""
+    tool = pyproject.get("tool", {}).get("setuptools", {})
+    pkg_dir = tool.get("package-dir") if isinstance(tool, dict) else None
+    if isinstance(pkg_dir, dict) and isinstance(pkg_dir.get(""), str):
+        return pkg_dir[""].strip("/") or ".", "pyproject.toml [tool.setuptools] package-dir"
+    find = tool.get("packages", {}) if isinstance(tool, dict) else {}
+    where = find.get("find", {}).get("where") if isinstance(find, dict) and isinstance(find.get("find"), dict) else None
+    if isinstance(where, list) and len(where) == 1 and isinstance(where[0], str):
+        return where[0].strip("/") or ".", "pyproject.toml [tool.setuptools.packages.find] where"
+    if cfg is not None and cfg.has_option("options", "package_dir"):
+        for line in cfg.get("options", "package_dir").splitlines():
+            key, eq, value = line.partition("=")
+            if eq and not key.strip() and value.strip():
+                return value.strip().strip("/"), "setup.cfg [options] package_dir"
+    if "package_dir" in setup_py:  # a literal ``setup(package_dir={"": "lib"})``; setup.py is never run
+        try:
+            tree = ast.parse(setup_py)
+        except (SyntaxError, ValueError):
+            return "", ""
+        for node in ast.walk(tree):
+            if isinstance(node, ast.keyword) and node.arg == "package_dir" and isinstance(node.value, ast.Dict):
+                for k, v in zip(node.value.keys, node.value.values):
+                    if isinstance(k, ast.Constant) and k.value == "" and isinstance(v, ast.Constant) \
+                            and isinstance(v.value, str):
+                        return v.value.strip("/") or ".", "setup.py package_dir"
+    return "", ""
 
 
 def _package_dirs(repo: Path, roots: tuple[str, ...], name: str) -> tuple[tuple[str, ...], str]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from generators.env_detect import detect_env
 from tests.fixtures_repos import write
 
@@ -168,6 +170,21 @@ def test_tox_factor_conditions_of_the_test_env(tmp_path: Path) -> None:
         "tests/test_t.py": "def test_t():\n    pass\n",
     })
     assert detect_env(tmp_path, python="3.11").requirements == ("pytest", "matplotlib; python_version <= '3.15'")
+
+
+@pytest.mark.parametrize("config", [
+    {"setup.py": "from setuptools import setup\nsetup(name='yamlish', package_dir={'': 'lib'}, packages=['yamlish'])\n"},
+    {"setup.cfg": "[metadata]\nname = yamlish\n[options]\npackage_dir =\n    =lib\n"},
+    {"pyproject.toml": "[project]\nname = 'yamlish'\n[tool.setuptools]\npackage-dir = {'' = 'lib'}\n"},
+    {"pyproject.toml": "[project]\nname = 'yamlish'\n[tool.setuptools.packages.find]\nwhere = ['lib']\n"},
+])
+def test_a_declared_package_root_is_the_source_root(tmp_path: Path, config: dict[str, str]) -> None:
+    """pyyaml 6.0.4: ``package_dir={'': 'lib'}``, and a root ``yaml/`` of Cython sources that, taken for the
+    package, made every test file fail to import."""
+    write(tmp_path, {**config, "lib/yamlish/__init__.py": "X = 1\n", "yamlish/_ext.pyx": "# cython\n",
+                     "tests/test_t.py": "def test_t():\n    pass\n"})
+    spec = detect_env(tmp_path, python="3.11")
+    assert spec.src_roots == ("lib",) and spec.package_dirs == ("lib/yamlish",)
 
 
 def test_tox_factor_helpers() -> None:
