@@ -239,3 +239,61 @@ def test_generate_refuses_a_repository_whose_original_trips_the_integrity_checks
                          sandbox=SubprocessSandbox())
     assert summary.tasks == 0 and "trips the grading's integrity checks" in summary.error
     assert "\n" not in summary.error and not summary.accepted
+
+
+IMPORT_TIME_PKG = {
+    "dyn/__init__.py": "import sys\n\nfrom dyn.shapes import Circle, Square, area_of\n\n"
+                       "UNIT = area_of(Circle(1))  # runs at import\n"
+                       "if sys.version_info < (3, 0):  # a legacy branch: never runs\n"
+                       "    LEGACY = Square(2).area()\n",
+    "dyn/shapes.py": '''\
+class Circle:
+    def __init__(self, r):
+        self.r = r
+
+    def area(self):
+        return 3 * self.r * self.r
+
+
+class Square:
+    def __init__(self, s):
+        self.s = s
+
+    def area(self):
+        return self.s * self.s
+
+
+def area_of(shape):
+    return shape.area()
+''',
+    "tests/test_dyn.py": '''\
+from dyn import UNIT, Square, area_of
+
+
+def test_unit():
+    assert UNIT == 3
+
+
+def test_square():
+    assert area_of(Square(2)) == 4
+''',
+}
+
+
+def test_coverage_outside_tests_narrows_the_static_import_time_guess(tmp_path: Path) -> None:
+    """A module-level call in a branch that never runs (``if sys.version_info < (3, 0):``) counts as an
+    import-time use statically, so a stub of ``Square.area`` was refused; the coverage run saw it not run."""
+    src = tmp_path / "dyn"
+    write(src, IMPORT_TIME_PKG)
+    prof = build_profile(str(src), Settings(work_dir=tmp_path / "work", baseline_runs=1, grading_check=False),
+                         SubprocessSandbox())
+    assert prof.coverage.outside  # the runner's empty context is kept apart from the tests
+    assert "" not in prof.coverage.tests
+    at_import = prof.index.import_time_entities()
+    assert {"dyn.shapes.Circle.__init__", "dyn.shapes.area_of"} <= at_import
+    assert "dyn.shapes.Square.area" not in at_import  # the static closure alone includes it
+    loaded = Profile.load(prof.save(tmp_path / "profile"))
+    assert loaded.coverage.outside == prof.coverage.outside
+    assert "dyn.shapes.Square.area" not in loaded.index.import_time_entities()
+    from generators.static_index import build_index
+    assert "dyn.shapes.Square.area" in build_index(prof.repo_dir, prof.spec).import_time_entities()

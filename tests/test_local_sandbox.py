@@ -149,7 +149,7 @@ def test_per_test_coverage_contexts(toy) -> None:
     assert lines[6] == ("tests/test_toy.py::test_add", "tests/test_toy.py::test_fails")  # total = a + b
     assert lines[12] == ("tests/test_toy.py::test_shout", "tests/test_toy.py::test_xfail")  # loud = ...
     assert 18 not in lines and 19 not in lines  # unused() never ran
-    assert 4 not in lines  # `def add` runs at import, outside any test
+    assert lines[4] == ("",)  # `def add` runs at import: the empty context, outside every test
 
 
 def test_collect_only_lists_tests_as_skipped(toy) -> None:

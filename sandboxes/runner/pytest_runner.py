@@ -148,7 +148,9 @@ def _coverage_write(cov: Any, path: str) -> None:
     out: dict[str, dict[str, list[str]]] = {}
     for filename in sorted(data.measured_files()):
         by_line = data.contexts_by_lineno(filename)
-        lines = {str(ln): sorted(c for c in ctxs if c) for ln, ctxs in sorted(by_line.items())}
+        # "" is the context outside every test: collection, imports, session hooks (what runs there, a stub
+        # of it breaks collection); the parent keeps it apart from the tests
+        lines = {str(ln): sorted(ctxs) for ln, ctxs in sorted(by_line.items())}
         lines = {ln: ctxs for ln, ctxs in lines.items() if ctxs}
         if lines:
             out[os.path.relpath(filename, cwd)] = lines

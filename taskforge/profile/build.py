@@ -64,6 +64,13 @@ class Profile:
     coverage_percent: float = 0.0  # of function/method body statements, see coverage_map.coverage_percent
     taskforge_version: str = taskforge.__version__
 
+    def __post_init__(self) -> None:
+        # what the coverage run saw run outside every test is the import-time set of functions/methods
+        if self.index is not None and self.coverage.outside and hasattr(self.index, "observe_import_time"):
+            self.index.observe_import_time(e.qualname for e in self.index.entities
+                                           if e.kind.value in ("function", "method")
+                                           and self.coverage.ran_outside_tests(e))
+
     @property
     def spec(self) -> EnvSpec:
         return self.env.spec

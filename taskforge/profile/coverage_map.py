@@ -5,7 +5,11 @@ Built from one coverage run of the whole suite (coverage.py with one dynamic con
 them by index::
 
     {"schema_version": 1, "tests": ["tests/test_a.py::test_x", ...],
-     "files": {"pkg/mod.py": {"12": [0, 3], "13": [0]}}}
+     "files": {"pkg/mod.py": {"12": [0, 3], "13": [0]}}, "outside": {"pkg/mod.py": [1, 2, 12]}}
+
+``outside`` holds the lines executed outside every test (the runner's empty context: collection, the
+imports of test modules and of the package, session hooks). A function whose body ran there runs when
+the tests are collected, so a stub of it breaks collection; maps written before it have no ``outside``.
 """
 
 from __future__ import annotations
@@ -28,11 +32,28 @@ class CoverageMap:
     """``lines[file][line]`` = node ids of the tests that executed that line (files workspace-relative)."""
 
     lines: Mapping[str, Mapping[int, frozenset[str]]] = field(default_factory=dict)
+    outside: Mapping[str, frozenset[int]] = field(default_factory=dict)  # lines run outside every test
 
     @classmethod
     def from_contexts(cls, contexts: Mapping[str, Mapping[int, Iterable[str]]]) -> CoverageMap:
-        return cls({os.path.normpath(f).replace(os.sep, "/"): {int(ln): frozenset(ids) for ln, ids in per.items()}
-                    for f, per in contexts.items()})
+        """From the runner's ``{file: {line: [contexts]}}``; the empty context goes to ``outside``."""
+        lines: dict[str, dict[int, frozenset[str]]] = {}
+        outside: dict[str, frozenset[int]] = {}
+        for f, per in contexts.items():
+            name = os.path.normpath(f).replace(os.sep, "/")
+            by_line = {int(ln): frozenset(ids) for ln, ids in per.items()}
+            tests = {ln: ids - {""} for ln, ids in by_line.items() if ids - {""}}
+            if tests:
+                lines[name] = tests
+            out = frozenset(ln for ln, ids in by_line.items() if "" in ids)
+            if out:
+                outside[name] = out
+        return cls(lines, outside)
+
+    def ran_outside_tests(self, entity: Entity) -> bool:
+        """Whether a line of ``entity``'s body ran outside every test (module docstring)."""
+        out = self.outside.get(entity.file, frozenset())
+        return any(entity.body_start <= ln <= entity.body_end for ln in out)
 
     @property
     def tests(self) -> frozenset[str]:
@@ -63,7 +84,7 @@ class CoverageMap:
             lines = {ln: ids & keep for ln, ids in per.items() if ids & keep}
             if lines:
                 out[f] = lines
-        return CoverageMap(out)
+        return CoverageMap(out, self.outside)
 
     def to_dict(self) -> dict[str, Any]:
         tests = sorted(self.tests)
@@ -72,6 +93,7 @@ class CoverageMap:
             "schema_version": SCHEMA_VERSION, "tests": tests,
             "files": {f: {str(ln): sorted(index[t] for t in ids) for ln, ids in sorted(per.items())}
                       for f, per in sorted(self.lines.items())},
+            **({"outside": {f: sorted(v) for f, v in sorted(self.outside.items())}} if self.outside else {}),
         }
 
     @classmethod
@@ -81,7 +103,8 @@ class CoverageMap:
             raise ValueError(f"coverage map schema {version} is not supported (expected {SCHEMA_VERSION})")
         tests = list(d.get("tests", ()))
         return cls({f: {int(ln): frozenset(tests[i] for i in ids) for ln, ids in per.items()}
-                    for f, per in d.get("files", {}).items()})
+                    for f, per in d.get("files", {}).items()},
+                   {f: frozenset(int(x) for x in v) for f, v in d.get("outside", {}).items()})
 
     def save(self, path: Path) -> None:
         write_atomic(path, json.dumps(self.to_dict(), separators=(",", ":")))
