@@ -213,33 +213,6 @@ def test_the_corpus_report_shows_tests_that_fail_only_under_grading(tmp_path: Pa
     assert "## Grading-harness check" in text and "- pkg: 1 tests fail only under the grading harness" in text
 
 
-NAMED_ONLY = '''\
-import pytest
-
-KNOWN = {"test_add", "test_shout", "test_fails", "test_skipped", "test_xfail", "test_setup_error"}
-
-
-@pytest.fixture(autouse=True)
-def _only_known_tests(request):
-    if request.node.name not in KNOWN:  # a project that runs a fixed list of tests and skips the rest
-        pytest.skip("not in the list")
-'''
-
-
-def test_generate_refuses_a_repository_whose_original_trips_the_integrity_checks(tmp_path: Path) -> None:
-    """Planted canaries are skipped by the project's own conftest: the check is ``flagged`` and generate
-    says so in one line instead of paying for candidates whose gold grading must score 0."""
-    from taskforge.pipeline.executors import SyncExecutor
-    from taskforge.pipeline.generate import GenerateOptions, generate
-
-    src = make_toy_project(tmp_path / "toy")
-    write(src, {"tests/conftest.py": NAMED_ONLY})
-    settings = Settings(work_dir=tmp_path / "work", baseline_runs=1)
-    [summary] = generate([str(src)], tmp_path / "out", settings, GenerateOptions(max_candidates=3), SyncExecutor(),
-                         sandbox=SubprocessSandbox())
-    assert summary.tasks == 0 and "trips the grading's integrity checks" in summary.error
-    assert "\n" not in summary.error and not summary.accepted
-
 
 IMPORT_TIME_PKG = {
     "dyn/__init__.py": "import sys\n\nfrom dyn.shapes import Circle, Square, area_of\n\n"

@@ -33,10 +33,6 @@ class NoTestsError(TaskforgeError):
     """pytest collected no test."""
 
 
-class GradingHarnessError(TaskforgeError):
-    """The original repository itself fails the grading's integrity checks: no task of it can validate."""
-
-
 class SandboxError(TaskforgeError):
     """A sandbox backend is unavailable or failed outside the code under test."""
 
