@@ -57,7 +57,9 @@ class GradingCheck:
         if self.status == "error":
             return f"grading-harness check failed (baseline kept): {self.detail}"
         if self.status == "flagged":
-            return f"grading-harness check: every grading of this repository will score 0: {self.detail}"
+            return ("grading-harness check: graded with canaries in every test file, the original trips the "
+                    "integrity checks; a task whose hidden tests share that file will fail its gold grading "
+                    f"(other tasks are unaffected): {self.detail}")
         if not self.failed:
             return f"all {self.graded} reliable tests pass under the grading harness"
         return (f"{self.failed} tests fail only under the grading harness (dropped from reliable), "

@@ -18,7 +18,9 @@ It never raises and never takes the baseline apart: when the run itself does not
 sandbox fails, the run times out or reports nothing, not a single test passes) the check is recorded as
 ``status="error"`` with one line saying why, and the baseline stays as it was; when the original itself
 trips the grading's integrity checks (canaries, the grading plugin: it then fails every later test) it is
-``status="flagged"``, nothing is dropped, and the line says every gold grading will score 0.
+``status="flagged"``, nothing is dropped, and the line says that tasks whose hidden tests share the file it
+happened in will fail their gold grading (the check plants canaries in every test file at once, a task's
+gradings only in its own hidden files: natsort's check was flagged by one file, and its tasks all hold).
 """
 
 from __future__ import annotations
