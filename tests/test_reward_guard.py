@@ -149,3 +149,19 @@ def test_canaries_never_take_the_name_of_a_requested_test(tmp_path: Path) -> Non
         plan = plant_canaries(ws, ["tests/test_h.py"], fail_to_pass=requested, rng=random.Random(seed))
         assert not set(plan.expect) & set(requested), seed
         assert any("::TestC::" in n for n in plan.expect)  # method canaries live in the class
+
+
+def test_canaries_are_copied_only_from_tests_that_run(tmp_path: Path) -> None:
+    """attrs 26.1.0: ``TestReplace`` is skipped below Python 3.13. With no open-ended FAIL_TO_PASS test in
+    the file, a must-fail canary was copied into it, reported skipped, and gold scored 0 one time in three."""
+    src = ("import sys\n\nimport pytest\n\n\ndef test_kept():\n    x = 1\n    assert x == 1\n    return\n\n\n"
+           "def test_other():\n    z = 3\n    assert z == 3\n\n\n"
+           "@pytest.mark.skipif(sys.version_info < (9, 0), reason='later Pythons')\nclass TestLater:\n"
+           "    def test_one(self):\n        y = 2\n        assert y == 2\n\n    def test_two(self):\n        assert 3\n")
+    for seed in range(40):
+        ws = tmp_path / str(seed)
+        (ws / "tests").mkdir(parents=True)
+        (ws / "tests/test_h.py").write_text(src)
+        plan = plant_canaries(ws, ["tests/test_h.py"], pass_to_pass=["tests/test_h.py::test_other"],
+                              fail_to_pass=["tests/test_h.py::test_kept"], rng=random.Random(seed))
+        assert not any("TestLater" in n for n in plan.expect), (seed, list(plan.expect))

@@ -221,7 +221,11 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         passing = [k for k, (fn, _) in sorted(units.items()) if k in p2p_ids and k not in f2p_ids
                    and not fn.decorator_list and not _ends_on_its_own(fn)]
         open_ended = [k for k, (fn, _) in sorted(units.items()) if not _ends_on_its_own(fn)]
-        failing = [k for k in open_ended if k in f2p_ids] or open_ended  # the stub's callers first
+        # the stub's callers first, else another requested test: a unit nobody asked for may never run here
+        # (attrs' ``TestReplace`` is skipped below Python 3.13: a canary copied into it reported skipped,
+        # and one gold grading in three of a task with hidden tests in that file scored 0); without
+        # either, the must-fail canary is a top-level function
+        failing = [k for k in open_ended if k in f2p_ids] or [k for k in open_ended if k in p2p_ids]
         taken = {n.name for n in ast.walk(tree) if isinstance(n, (*_FUNCS, ast.ClassDef))}
         # and every requested test's name: a method a class inherits (a mixin elsewhere) is not in this file,
         # and a canary of that name would replace it
