@@ -126,7 +126,7 @@ _NOT_TEST_FACTORS = frozenset({"lint", "linting", "mypy", "typing", "types", "ty
                                "flake8", "style", "pre-commit", "precommit", "format", "black", "isort",
                                "pylint", "ruff", "pyright", "build", "release", "publish", "coverage",
                                "report", "clean", "check", "checks", "pep8", "bandit", "spell", "benchmark",
-                               "bench", "perf", "mypy-check", "twine", "packaging", "readme", "manifest"})
+                               "bench", "perf", "twine", "packaging", "readme", "manifest"})
 _TEST_FACTORS = ("unit", "test", "tests", "pytest", "testing", "unittests")
 
 
