@@ -170,8 +170,29 @@ def _project_name(pyproject: dict[str, Any], cfg: configparser.ConfigParser, set
         return cfg.get("metadata", "name"), "setup.cfg [metadata] name"
     if m := re.search(r"""\bname\s*=\s*['"]([A-Za-z0-9._-]+)['"]""", setup_py):
         return m.group(1), "setup.py name= argument"
-    fallback = re.sub(r"-\d[\w.]*-[0-9a-f]{12}$|-[0-9a-f]{12}$", "", fallback)
+    if name := _setup_py_name_constant(setup_py):
+        return name, "setup.py name= argument (a module-level constant)"
+    fallback = re.sub(r"-\d[\w.]*-[0-9a-f]{12}$|-[0-9a-f]{12}$|-\d[\w.]*$", "", fallback)
     return fallback, f"directory name {fallback!r} (no metadata found)"
+
+
+def _setup_py_name_constant(setup_py: str) -> str:
+    """``name=NAME`` in a ``setup()`` call, with ``NAME = 'PyYAML'`` at module level (read with ast, never run)."""
+    try:
+        tree = ast.parse(setup_py)
+    except (SyntaxError, ValueError):
+        return ""
+    constants = {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                 for t in node.targets if isinstance(t, ast.Name)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.arg == "name" and isinstance(kw.value, ast.Name) and kw.value.id in constants:
+                    value = constants[kw.value.id]
+                    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", value):
+                        return value
+    return ""
 
 
 def _extras(pyproject: dict[str, Any], cfg: configparser.ConfigParser, setup_py: str) -> dict[str, list[str]]:

@@ -292,3 +292,16 @@ def test_an_extra_whose_module_the_tests_import_is_installed(tmp_path: Path) -> 
                      "    except ImportError:\n        return\n", "test/test_doc.py": "import sphinx\n"})
     spec = detect_env(tmp_path, name_hint="tab-0123456789ab")
     assert spec.install_target == ".[widechars]"  # docs is never a test extra; fast is not imported
+
+
+def test_project_name_from_a_setup_py_constant(tmp_path: Path) -> None:
+    """pyyaml 6.0.4: ``NAME = 'PyYAML'`` ... ``setup(name=NAME)``; the directory name once gave 'pyyaml-6-0-4'."""
+    repo = tmp_path / "pyyaml-6.0.4"
+    write(repo, {"setup.py": "NAME = 'PyYAML'\nfrom setuptools import setup\nsetup(name=NAME, version='6.0.4')\n",
+                 "lib/yaml/__init__.py": "", "tests/test_a.py": "def test_a():\n    pass\n"})
+    spec = detect_env(repo)
+    assert spec.project_name == "pyyaml" or spec.project_name == "PyYAML"
+    assert any("module-level constant" in n for n in spec.notes)
+    bare = tmp_path / "thing-2.1.0"
+    write(bare, {"thing/__init__.py": "", "tests/test_a.py": "def test_a():\n    pass\n"})
+    assert detect_env(bare).project_name == "thing"
