@@ -38,6 +38,7 @@ import docker
 import docker.errors
 import requests.exceptions
 
+from sandboxes import extensions
 from sandboxes.install_plan import InstallAttempt, InstallStep, fallback_notes, install_steps
 from sandboxes.runner_deps import refusal_in, runner_chain
 from taskforge.core.environment import EnvSpec, PreparedEnv
@@ -184,13 +185,15 @@ class EnvImages:
             resolution, spec = self._resolve_with_fallback(spec, repo_dir, log, log_path)
             if why := refusal_in(spec.project_name, runner_chain(resolution.requires)):
                 raise EnvironmentBuildError(why)  # before an image is built: a one-line reason, never 0 tasks
+            compiled = self._extensions(spec, repo_dir, log)
             prepared = PreparedEnv(
                 spec=spec, backend="docker", location=tag, python_version=resolution.python_version,
                 frozen=resolution.pins, install_log="", build_seconds=0.0,
                 extra={"image": tag, "base_image": self.settings.base_image, "base_image_id": base_id,
-                       "project": json.dumps(dict(resolution.project), sort_keys=True)},
+                       "project": json.dumps(dict(resolution.project), sort_keys=True),
+                       **({"extension_modules": ",".join(extensions.module_names(compiled))} if compiled else {})},
             )
-            self._build(tag, resolution, prepared, log, log_path)
+            self._build(tag, resolution, prepared, log, log_path, compiled)
         tail = "\n".join(log_path.read_text().splitlines()[-30:])
         return PreparedEnv.from_dict({**prepared.to_dict(), "install_log": tail,
                                       "build_seconds": round(time.monotonic() - started, 3)})
@@ -282,8 +285,19 @@ class EnvImages:
         finally:
             container.remove(force=True, v=True)
 
+    def _extensions(self, spec: EnvSpec, repo_dir: Path, log: io.TextIOBase) -> dict[str, bytes]:
+        """The compiled extension modules of the local environment of ``spec`` (the same binaries)."""
+        try:
+            compiled = extensions.host_bundle(spec, repo_dir, self.settings)
+        except (EnvironmentBuildError, SandboxError, OSError) as exc:
+            log.write(f"# no compiled extension modules: the local build failed: {exc}\n")
+            return {}
+        if compiled:
+            log.write(f"# compiled extension modules: {', '.join(extensions.module_names(compiled))}\n")
+        return compiled
+
     def _build(self, tag: str, resolution: Resolution, prepared: PreparedEnv, log: io.TextIOBase,
-               log_path: Path) -> None:
+               log_path: Path, compiled: Mapping[str, bytes] | None = None) -> None:
         if not _RUNNER_SRC.is_file():
             raise SandboxError(f"the in-sandbox runner {_RUNNER_SRC} is missing; reinstall taskforge")
         context = tar_bytes({
@@ -292,6 +306,8 @@ class EnvImages:
             "build/requirements.txt": "".join(f"{p}\n" for p in resolution.pins).encode(),
             "build/install_dist_info.py": _DIST_INFO.read_bytes(),
             **{f"build/{k}": v for k, v in self._ca_files().items()},
+            **{f"build/ext/{k}": v for k, v in (compiled or {}).items()},
+            **({f"build/finder/{k}": v for k, v in extensions.finder_files().items()} if compiled else {}),
         }, extra_tar=resolution.dist_info, extra_prefix="build/")
         log.write(f"# build {tag} ({len(resolution.pins)} pins)\n")
         error = ""

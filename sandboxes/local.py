@@ -40,7 +40,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from sandboxes import isolation, reaper
+from sandboxes import extensions, isolation, reaper
 from sandboxes.install_plan import InstallAttempt, fallback_notes, install_steps
 from sandboxes.ledger import read_ledger
 from sandboxes.protocol import CoverageContexts, EnvironmentFiles, RunOutput, RunRequest, Sandbox
@@ -136,8 +136,10 @@ class LocalSandbox:
         if attempts:
             spec = dataclasses.replace(spec, notes=(*spec.notes, *fallback_notes(attempts, step)))
             log.append("$ (taskforge) " + "\n".join(fallback_notes(attempts, step)))
-        removed = strip_project_code(venv, spec) if spec.install_target else []
-        log.append(f"$ (taskforge) removed {len(removed)} installed files of {spec.project_name}")
+        removed, compiled = strip_project_code(venv, spec, repo_dir) if spec.install_target else ([], [])
+        log.append(f"$ (taskforge) removed {len(removed)} installed files of {spec.project_name}"
+                   + (f"; kept its compiled extension modules {', '.join(extensions.module_names(compiled))}"
+                      if compiled else ""))
         rc, frozen = run_capture([*pip, "freeze", "--disable-pip-version-check"], 120, env=_build_env(self.settings))
         project = normalise_name(spec.project_name)
         frozen_lines = tuple(ln for ln in frozen.splitlines()
@@ -148,7 +150,8 @@ class LocalSandbox:
             spec=spec, backend="local", location=str(venv), python_version=version.strip(),
             frozen=frozen_lines, install_log="\n".join(log)[-_LOG_TAIL:],
             build_seconds=round(time.monotonic() - start, 3),
-            extra={"install_command": shown, "removed_files": str(len(removed))},
+            extra={"install_command": shown, "removed_files": str(len(removed)),
+                   **({"extension_modules": ",".join(extensions.module_names(compiled))} if compiled else {})},
         )
         tmp = venv / (READY_MARKER + ".tmp")
         tmp.write_text(json.dumps(env.to_dict(), indent=2))
@@ -314,19 +317,24 @@ def read_coverage(path: Path) -> CoverageContexts | None:
     return {f: {int(ln): tuple(ids) for ln, ids in lines.items()} for f, lines in raw.items()}
 
 
-def strip_project_code(venv: Path, spec: EnvSpec) -> list[str]:
+def strip_project_code(venv: Path, spec: EnvSpec, repo_dir: Path | None = None) -> tuple[list[str], list[str]]:
     """Delete the project's own installed files from site-packages, keeping its ``.dist-info``.
 
-    ``RECORD`` is rewritten to list only what remains. Returns the removed paths (site-packages-relative).
+    ``RECORD`` is rewritten to list only what remains. With ``repo_dir``, the extension modules compiled
+    from the repository's native sources (``sandboxes.extensions.keep``) are moved into the venv's
+    overlay instead, and the finder that serves them is installed. Returns (removed paths, kept extension
+    modules), both site-packages-relative.
     """
     project = normalise_name(spec.project_name)
     removed: list[str] = []
+    overlaid: list[str] = []
     for site in sorted(venv.glob("lib/python*/site-packages")):
         for dist_info in sorted(site.glob("*.dist-info")):
             if normalise_name(dist_info.name[: -len(".dist-info")].rsplit("-", 1)[0]) != project:
                 continue
             record = dist_info / "RECORD"
             rows = list(csv.reader(io.StringIO(record.read_text()))) if record.is_file() else []
+            compiled = set(extensions.keep([r[0] for r in rows if r], repo_dir, site)) if repo_dir else set()
             kept = []
             for row in rows:
                 if not row:
@@ -335,7 +343,10 @@ def strip_project_code(venv: Path, spec: EnvSpec) -> list[str]:
                 if target.is_relative_to(dist_info.resolve()) or not target.is_relative_to(site.resolve()):
                     kept.append(row)  # metadata, and scripts outside site-packages (bin/ wrappers)
                     continue
-                if target.is_file() or target.is_symlink():
+                if row[0] in compiled and target.is_file():
+                    extensions.move_into_overlay(site, row[0], venv)
+                    overlaid.append(row[0])
+                elif target.is_file() or target.is_symlink():
                     target.unlink()
                     removed.append(row[0])
                 _prune_empty(target.parent, site)
@@ -350,7 +361,9 @@ def strip_project_code(venv: Path, spec: EnvSpec) -> list[str]:
                 elif leftover.is_file() and leftover.suffix == ".py":
                     leftover.unlink()
                     removed.append(leftover.name)
-    return removed
+        if overlaid:
+            extensions.install_finder(site)
+    return removed, overlaid
 
 
 def _prune_empty(d: Path, stop: Path) -> None:

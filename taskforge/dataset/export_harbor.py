@@ -53,9 +53,11 @@ import tomli_w
 import unidiff
 
 import taskforge
-from taskforge.core.errors import DatasetError
+from sandboxes import extensions
+from taskforge.core.errors import DatasetError, EnvironmentBuildError, SandboxError
 from taskforge.core.files import BYTECODE_SUFFIXES, SKIP_DIRS
 from taskforge.core.patches import apply
+from taskforge.core.settings import Settings
 from taskforge.core.task import Task
 from taskforge.dataset import harbor_files
 from taskforge.dataset.manifest import sha256_file
@@ -182,6 +184,15 @@ def grading_rules(task: Task, original: Path) -> tuple[ProtectedPaths, dict[str,
     }
 
 
+def _compiled_extensions(task: Task, original: Path) -> dict[str, bytes]:
+    """The compiled extension modules of the task's local environment (built here once, then cached)."""
+    try:
+        return extensions.host_bundle(task.env_spec, original, Settings.load())
+    except (EnvironmentBuildError, SandboxError) as exc:
+        raise DatasetError(f"cannot build the compiled extension modules of {task.instance_id} for its Harbor "
+                           f"images: {exc}") from None
+
+
 def export_task(ds: Dataset, task: Task, dest: Path, options: HarborOptions) -> Path:
     """Write one Harbor task directory at ``dest`` (replaced atomically if it exists)."""
     base_image = (options.base_image or task.image_name or options.fallback_image
@@ -214,16 +225,25 @@ def export_task(ds: Dataset, task: Task, dest: Path, options: HarborOptions) -> 
             d.mkdir(parents=True)
         (build / "instruction.md").write_text(_instruction(task))
         (build / "task.toml").write_text(tomli_w.dumps(_task_toml(task, options)))
+        compiled = _compiled_extensions(task, original) if install else {}
         for d in (env_dir, tests_dir):  # the same dependency layers in both images
             tar_directory(broken, d / "workspace.tar.gz")
+            for rel, data in compiled.items():
+                (d / harbor_files.EXT_FOLDER / rel).parent.mkdir(parents=True, exist_ok=True)
+                (d / harbor_files.EXT_FOLDER / rel).write_bytes(data)
+            if compiled:
+                (d / harbor_files.FINDER_FOLDER).mkdir()
+                for name, data in extensions.finder_files().items():
+                    (d / harbor_files.FINDER_FOLDER / name).write_bytes(data)
             (d / "requirements.txt").write_text(_requirements(task))
             if ca:
                 shutil.copyfile(options.ca_bundle, d / "ca-bundle.pem")
             if options.network == "compose":
                 (d / "docker-compose.yaml").write_text(harbor_files.NO_NETWORK_COMPOSE)
         (env_dir / "Dockerfile").write_text(harbor_files.agent_dockerfile(task, base_image, install, ca,
-                                                                          options.agent_user))
-        (tests_dir / "Dockerfile").write_text(harbor_files.verifier_dockerfile(task, base_image, install, ca))
+                                                                          options.agent_user, bool(compiled)))
+        (tests_dir / "Dockerfile").write_text(harbor_files.verifier_dockerfile(task, base_image, install, ca,
+                                                                                bool(compiled)))
 
         # the hidden tests' ``assert A == B`` made strict (``taskforge.reward.strict_asserts``); the verifier
         # names the strict equality afresh for every grading
