@@ -19,7 +19,10 @@ In both modes the child sees only PATH (venv first), a scratch ``HOME`` and ``TM
 outcomes come back as records on its stdout (``sandboxes/ledger.py``), never from a file it could rewrite;
 and the environment holds no copy of the project: after installing it (for its dependencies and
 metadata), its own files are deleted from site-packages (only its ``.dist-info`` stays, ``RECORD``
-rewritten), so tests import the code from the workspace and nowhere else.
+rewritten), so tests import the code from the workspace and nowhere else. The one exception is what the
+workspace cannot hold, being never built: the project's extension modules compiled from its native
+sources (``sandboxes.extensions``), kept in ``<venv>/taskforge-ext`` and imported only when the
+workspace does not provide that name.
 """
 
 from __future__ import annotations
