@@ -41,7 +41,7 @@ import requests.exceptions
 from sandboxes import extensions
 from sandboxes.install_plan import InstallAttempt, InstallStep, fallback_notes, install_steps
 from sandboxes.runner_deps import refusal_in, runner_chain
-from taskforge.core.environment import EnvSpec, PreparedEnv
+from taskforge.core.environment import EnvSpec, PreparedEnv, normalise_name
 from taskforge.core.errors import EnvironmentBuildError, SandboxError
 from taskforge.core.settings import Settings
 
@@ -281,9 +281,30 @@ class EnvImages:
                     f"{len(step.requirements)} requirement(s) of {spec.project_name} in "
                     f"{self.settings.base_image}: {tail} (full log: {log_path})")
             stream, _ = container.get_archive("/tf/out/dist-info")
-            return Resolution.from_dict(json.loads(read_file(container, "/tf/out.json")), b"".join(stream))
+            found = json.loads(read_file(container, "/tf/out.json"))
+            dist_info = b"".join(stream)
+            if why := (found.get("project") or {}).pop("install_failed", ""):
+                log.write(f"# {why}: taking its metadata from the host's build\n")
+                dist_info = self._host_dist_info(spec, repo_dir, why, log_path)
+            return Resolution.from_dict(found, dist_info)
         finally:
             container.remove(force=True, v=True)
+
+    def _host_dist_info(self, spec: EnvSpec, repo_dir: Path, why: str, log_path: Path) -> bytes:
+        """The project's metadata-only ``.dist-info`` from the local environment of ``spec``, as a tar."""
+        from sandboxes.local import LocalSandbox
+
+        try:
+            venv = Path(LocalSandbox(self.settings, confined=False).prepare(spec, repo_dir).location)
+        except (EnvironmentBuildError, SandboxError) as exc:
+            raise EnvironmentBuildError(f"{why}, and the host could not build it either: {exc} "
+                                        f"(full log: {log_path})") from None
+        project = normalise_name(spec.project_name)
+        for dist in sorted(venv.glob("lib/python*/site-packages/*.dist-info")):
+            if normalise_name(dist.name[: -len(".dist-info")].rsplit("-", 1)[0]) == project:
+                return tar_directory(dist, f"dist-info/{dist.name}")
+        raise EnvironmentBuildError(f"{why}, and the host's build has no metadata of {spec.project_name} "
+                                    f"(full log: {log_path})")
 
     def _extensions(self, spec: EnvSpec, repo_dir: Path, log: io.TextIOBase) -> dict[str, bytes]:
         """The compiled extension modules of the local environment of ``spec`` (the same binaries)."""

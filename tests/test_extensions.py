@@ -171,3 +171,28 @@ def test_markupsafe_docker_image_serves_the_same_modules(tmp_path_factory: pytes
     assert docker.env.extra.get("extension_modules") == "markupsafe._speedups"
     assert sorted(docker.baseline.passed) == sorted(local.baseline.passed)
     assert any("_speedups" in t for t in docker.baseline.passed)
+
+
+@pytest.mark.realrepo
+@pytest.mark.slow
+@pytest.mark.docker
+def test_msgpack_builds_in_docker_without_a_compiler_in_the_image(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """msgpack 1.2.4 cannot be installed in a base image without gcc: the image once failed to build at all.
+
+    Its metadata and its compiled module now come from the host's build.
+    """
+    from sandboxes.docker import DockerSandbox
+    from sandboxes.local import LocalSandbox
+    from taskforge.core.settings import Settings
+    from taskforge.profile.build import build_profile
+    from tests._docker_env import require_base_image, require_docker
+
+    work = tmp_path_factory.getbasetemp() / "tf-shared-work"
+    work.mkdir(exist_ok=True)
+    settings = Settings(work_dir=work, install_timeout_s=600, test_timeout_s=300)
+    require_base_image(require_docker(), settings.base_image)
+    local = build_profile("pypi:msgpack==1.2.4", settings, LocalSandbox(settings), runs=1)
+    docker = build_profile("pypi:msgpack==1.2.4", settings, DockerSandbox(settings), runs=1)
+    assert docker.env.extra.get("extension_modules") == "msgpack._cmsgpack"
+    assert sorted(docker.baseline.passed) == sorted(local.baseline.passed)
+    assert len(docker.baseline.passed) >= 160

@@ -8,6 +8,8 @@ repository is the current directory. Writes {"pins": ["name==version", ...], "py
 "pins"; "requires" covers it too (the host reads the test runner's own dependencies from it). When there is an install target,
 the project is also installed (without dependencies) into this throwaway venv, and its ``.dist-info``
 alone (``RECORD`` cut down to the metadata, no module) is left in /tf/out/dist-info for the image.
+When that install fails (a C extension and no compiler in the image), "project" says so
+("install_failed") and the host takes the metadata from its own build of the project.
 """
 
 import csv
@@ -51,7 +53,10 @@ if project and request["install_target"]:
     cmd = ["/tf/venv/bin/python", "-m", "pip", "install", "--no-deps", "--no-cache-dir", "--progress-bar", "off",
            request["install_target"]]
     print("+", " ".join(cmd), flush=True)
-    subprocess.run(cmd, env=env, check=True)
+    if subprocess.run(cmd, env=env).returncode != 0:
+        # e.g. a C extension and no compiler in this image: the host may hold the metadata (its own build)
+        project["install_failed"] = "pip install --no-deps of the project failed in the resolve container"
+        print("the project does not build here; the host supplies its metadata if it built it", flush=True)
     site = subprocess.run(["/tf/venv/bin/python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           check=True, capture_output=True, text=True).stdout.strip()
     for entry in sorted(os.listdir(site)):
