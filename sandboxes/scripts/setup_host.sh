@@ -30,8 +30,10 @@ install_packages() {
     command -v chromium >/dev/null || missing+=(chromium)
     command -v chromedriver >/dev/null || missing+=(chromium-driver)
     command -v bwrap >/dev/null || missing+=(bubblewrap)
+    # a C compiler: projects' extension modules are built with their environment (sandboxes/extensions.py)
+    command -v gcc >/dev/null || missing+=(gcc libc6-dev)
     if [ "${#missing[@]}" -eq 0 ]; then
-        info "packages present (dockerd, debootstrap, bwrap, chromium, chromedriver)"
+        info "packages present (dockerd, debootstrap, bwrap, chromium, chromedriver, gcc)"
         return 0
     fi
     if ! command -v apt-get >/dev/null; then
