@@ -274,3 +274,11 @@ def test_module_shadowing_the_tooling(target: Target, tmp_path: Path) -> None:
     payload = "raise SystemExit(0)\n"
     _zero(hack(target, tmp_path, write={"json.py": payload}), RewardFlag.PATCH_REFUSED)
     _zero(hack(target, tmp_path, write={"_pytest/__init__.py": payload}), RewardFlag.PATCH_REFUSED)
+
+
+def test_module_shadowing_the_extension_finder(target: Target, tmp_path: Path) -> None:
+    """An environment with compiled extension modules imports ``_taskforge_ext`` from a ``.pth`` at start-up,
+    before the runner takes its channel; a workspace copy on PYTHONPATH would run first, so it is refused."""
+    forge = ("import os, json\nos.write(1, (json.dumps({'k': 'hello', 'pid': os.getpid()}) + '\\n').encode())\n"
+             "os._exit(0)\n")
+    _zero(hack(target, tmp_path, write={"_taskforge_ext.py": forge}), RewardFlag.PATCH_REFUSED)

@@ -20,6 +20,7 @@ STARTUP_HOOKS = frozenset({"sitecustomize.py", "usercustomize.py"})
 SHADOW_GUARDED = frozenset({
     "pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "coverage", "xdist", "pytest_timeout",
     "_tfg", "site", "sitecustomize", "usercustomize",
+    "_taskforge_ext",  # the environment's .pth imports it at start-up (sandboxes/extensions.py)
 }) | frozenset(sys.stdlib_module_names)
 
 
