@@ -86,6 +86,23 @@ def test_tests_see_plugin_autoload_as_a_plain_pytest_would(toy) -> None:
     assert out.report.outcomes() == {"autoload/test_autoload.py::test_env": Outcome.PASSED}
 
 
+def test_items_sharing_a_node_id_are_deselected_not_flagged_as_forged(toy) -> None:
+    """pyyaml's conftest names custom items after data files, and some share a name: the second record of
+    one id was read as forged, and every grading of the original flagged."""
+    sandbox, env, root = toy
+    write(root, {"dupes/conftest.py": (
+        "import pytest\n\nclass Item(pytest.Item):\n    def runtest(self):\n        pass\n\n"
+        "class File(pytest.File):\n    def collect(self):\n"
+        "        for name in ('same', 'same', 'other'):\n            yield Item.from_parent(self, name=name)\n\n"
+        "def pytest_collect_file(parent, file_path):\n"
+        "    if file_path.suffix == '.data':\n        return File.from_parent(parent, path=file_path)\n"),
+        "dupes/cases.data": "", "dupes/test_plain.py": "def test_plain():\n    pass\n"})
+    out = sandbox.run(env, root, RunRequest(tests=("dupes",), timeout_s=120))
+    assert out.report.outcomes() == {"dupes/cases.data::other": Outcome.PASSED,
+                                     "dupes/test_plain.py::test_plain": Outcome.PASSED}, out.report
+    assert not out.report.flags, out.report
+
+
 def test_stop_at_failure_ends_the_run_after_the_first_failing_test(toy) -> None:
     """What ran up to the first failure ran as in a whole run; nothing after it runs (``--maxfail=1``)."""
     sandbox, env, root = toy

@@ -194,6 +194,27 @@ class SelectPlugin:
             items[:] = keep
 
 
+class DuplicateIds:
+    """Deselects every test whose node id more than one collected item has (a custom collector's names:
+    pyyaml's conftest names items after data files, and some share a name).
+
+    One id must mean one test: the ledger keeps the first record of each test phase and treats a second
+    as forged, so the project's own second record flagged every grading of the original. Such tests
+    cannot be told apart in any report, so none of them runs, in every backend alike. A ``dupes`` record
+    says how many were dropped.
+    """
+
+    def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
+        seen: dict[str, int] = {}
+        for item in items:
+            seen[item.nodeid] = seen.get(item.nodeid, 0) + 1
+        if any(n > 1 for n in seen.values()):
+            dropped = [i for i in items if seen[i.nodeid] > 1]
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [i for i in items if seen[i.nodeid] == 1]
+            send({"k": "dupes", "n": len(dropped), "ids": sorted({i.nodeid for i in dropped})[:20]})
+
+
 class RestoreAutoload:
     """Puts ``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` back as it was once this session's plugins are loaded: only
     the graded session itself runs without entry-point plugins (see the module docstring)."""
@@ -437,7 +458,7 @@ def main(argv: list[str]) -> int:
 
         _pytest.runner._update_current_test_var = lambda item, when: os.environ.pop("PYTEST_CURRENT_TEST", None)
 
-    plugins: list[Any] = []
+    plugins: list[Any] = [DuplicateIds()]
     args, nodeids, paths = _split_nodeids(args)
     if nodeids:
         plugins.append(SelectPlugin(nodeids, paths))

@@ -12,6 +12,8 @@ per test phase as the phase ends, on a channel it took before any workspace code
 - a subtest record (``"sub": 1``, one per unittest ``subTest``): merged worst-outcome-wins into its test,
   so it can lower an outcome but never raise one;
 - a ``shadow`` record: the runner refused a workspace module that hides an installed one;
+- a ``dupes`` record: the runner deselected tests whose node id several collected items share (kept as
+  a note: it can only remove tests, never report one);
 - a test record under a collector that failed (a file or class that did not import): forged (pytest runs
   nothing of it, and without this rule such records would stand and that file's canaries be excused).
 
@@ -27,7 +29,7 @@ from __future__ import annotations
 import json
 
 RANK = {"passed": 0, "skipped": 1, "xfailed": 1, "xpassed": 2, "failed": 3, "error": 4}
-KINDS = frozenset({"hello", "collect_error", "collected", "phase", "shadow", "end"})
+KINDS = frozenset({"hello", "collect_error", "collected", "phase", "shadow", "dupes", "end"})
 PHASES = frozenset({"setup", "call", "teardown"})
 
 
@@ -58,6 +60,7 @@ class Ledger:
         self.collected: list[str] = []
         self.forged: list[str] = []
         self.shadows: list[str] = []
+        self.duplicated: list[str] = []
         self.hello = False
         self.end: dict[str, float] | None = None
 
@@ -89,6 +92,9 @@ class Ledger:
 
     def _shadow(self, rec: dict) -> None:
         self.shadows.extend(str(p) for p in rec["paths"])
+
+    def _dupes(self, rec: dict) -> None:
+        self.duplicated.extend(str(i) for i in rec["ids"])
 
     def _end(self, rec: dict) -> None:
         self.end = {"exit": int(rec["exit"]), "dur": float(rec["dur"])}
