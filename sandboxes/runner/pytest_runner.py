@@ -10,7 +10,8 @@ any code of the workspace is imported, the runner takes its channel: ``channel_f
 it is 1 or 2, the runner keeps a private duplicate and points fds 1 and 2 at ``log_path``) or
 ``channel_path`` (a file, for trusted backends). Every record is one JSON line, written with one
 ``write``: ``hello``, ``collect_error``, ``collected`` (collect-only runs), ``phase`` (one per test
-phase: node id, setup/call/teardown, outcome, xfail, duration), ``shadow`` (refused, see below), and
+phase: node id, setup/call/teardown, outcome, xfail, duration), ``shadow`` (refused, see below),
+``dupes`` (tests deselected because several collected items share their node id: ``DuplicateIds``) and
 ``end`` last. The parent keeps the first record of each test phase, treats a second one, a foreign line
 or anything after ``end`` as forged, and a run without ``end`` as a run that never finished.
 
