@@ -47,6 +47,9 @@ KNOWN_TEST_IMPORTS = {
 KNOWN_FIXTURES = {"mocker": "pytest-mock", "benchmark": "pytest-benchmark", "freezer": "pytest-freezer",
                   "httpserver": "pytest-httpserver", "snapshot": "syrupy"}
 # addopts prefixes our runner replaces or cannot honour; each is dropped with its value
+# other distributions that provide the same fixture: declaring one of them is enough (wcwidth declares
+# pytest-codspeed; adding pytest-benchmark too made its ``benchmark`` fixture time 50 tests for 2.5 s each)
+_FIXTURE_ALTERNATIVES = {"benchmark": {"pytest-codspeed"}}
 _DROP_OPTS = ("--cov", "--no-cov", "-n", "--numprocesses", "--dist", "--maxprocesses", "-p", "--benchmark",
               "--junitxml", "--junit-xml", "--html", "--lf", "--ff", "--sw", "--stepwise", "--timeout",
               "--reruns", "--basetemp", "--codspeed")
@@ -145,7 +148,7 @@ def detect_env(repo: Path, *, python: str = "3.11", name_hint: str = "") -> EnvS
                          "the source (an incomplete sdist?): those files will not collect and are left out")
     for fixture in sorted(fixtures):
         dist = KNOWN_FIXTURES[fixture]
-        if normalise_name(dist) not in declared:
+        if normalise_name(dist) not in declared and not declared & _FIXTURE_ALTERNATIVES.get(fixture, set()):
             requirements.append(dist)
             declared.add(normalise_name(dist))
             notes.append(f"requirements: added {dist!r} (tests use its fixture {fixture!r})")

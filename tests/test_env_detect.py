@@ -305,3 +305,13 @@ def test_project_name_from_a_setup_py_constant(tmp_path: Path) -> None:
     bare = tmp_path / "thing-2.1.0"
     write(bare, {"thing/__init__.py": "", "tests/test_a.py": "def test_a():\n    pass\n"})
     assert detect_env(bare).project_name == "thing"
+
+
+def test_a_declared_alternative_provider_of_a_fixture_is_enough(tmp_path: Path) -> None:
+    """wcwidth declares pytest-codspeed, whose ``benchmark`` fixture its tests use: no pytest-benchmark too."""
+    tests = {"tests/test_a.py": "def test_a(benchmark):\n    benchmark(int)\n", "pkg/__init__.py": ""}
+    write(tmp_path / "codspeed", {**tests, "requirements-tests.txt": "pytest-codspeed==5.0.3\n"})
+    spec = detect_env(tmp_path / "codspeed")
+    assert not any(r.startswith("pytest-benchmark") for r in spec.requirements), spec.requirements
+    write(tmp_path / "bare", tests)
+    assert "pytest-benchmark" in detect_env(tmp_path / "bare").requirements

@@ -230,3 +230,17 @@ def test_installed_project_code_is_stripped_from_the_environment(tmp_path: Path,
     out = sandbox.run(env, ws, RunRequest(timeout_s=120))
     assert not out.report.results or out.report.outcome_of("tests/test_toy.py::test_add") is not Outcome.PASSED
     assert out.report.collection_errors == ("tests/test_toy.py",)
+
+
+def test_benchmarks_run_once_as_tests(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """pytest-benchmark's fixture timed rounds of each benchmark (wcwidth: 2.5 s for each of 50 tests);
+    outcomes are all a run reports, so each benchmark body runs once (``--benchmark-disable``)."""
+    write(tmp_path, {"pyproject.toml": "[project]\nname = 'bench-toy'\nversion = '1.0'\n"
+                                       "[project.optional-dependencies]\ntests = ['pytest-benchmark']\n",
+                     "bench_toy/__init__.py": "",
+                     "tests/test_b.py": "CALLS = []\n\ndef test_b(benchmark):\n"
+                                        "    benchmark(CALLS.append, 1)\n    assert len(CALLS) == 1\n"})
+    sandbox = LocalSandbox(Settings(work_dir=shared_work_dir(tmp_path_factory)))
+    env = sandbox.prepare(detect_env(tmp_path), tmp_path)
+    out = sandbox.run(env, tmp_path, RunRequest(timeout_s=300))
+    assert out.report.outcomes() == {"tests/test_b.py::test_b": Outcome.PASSED}, out.report.output_tail

@@ -50,7 +50,9 @@ REQUEST.json keys (unknown keys are ignored):
     grading          bool       a grading run (see above)
 
 The runner always adds ``-p no:cacheprovider -p no:randomly --continue-on-collection-errors`` (a test
-file that cannot be collected is sent as ``collect_error``; the other files still run).
+file that cannot be collected is sent as ``collect_error``; the other files still run), and
+``--benchmark-disable`` when pytest-benchmark is installed and no ``--benchmark-*`` option is given:
+outcomes are all that is read, and timing rounds cost wcwidth 2.5 s for each of its 50 benchmark tests.
 The exit code of this script is pytest's exit code (4 when the request itself is unusable).
 """
 
@@ -442,8 +444,11 @@ def main(argv: list[str]) -> int:
     scratch = os.path.dirname(os.path.abspath(argv[1]))
 
     # a file that fails to collect must not hide the rest of the suite: its tests are just absent
-    args = ["-p", "no:cacheprovider", "-p", "no:randomly", "--continue-on-collection-errors", *_env_plugins(),
+    env_plugins = _env_plugins()
+    args = ["-p", "no:cacheprovider", "-p", "no:randomly", "--continue-on-collection-errors", *env_plugins,
             *[str(a) for a in request.get("args", [])]]
+    if "pytest_benchmark.plugin" in env_plugins and not any(str(a).startswith("--benchmark-") for a in args):
+        args.append("--benchmark-disable")  # each benchmark body runs once, as a test: no timing rounds
     args = _anchor_to_workspace(args, scratch)
     if collect_only:
         args.append("--collect-only")
