@@ -151,23 +151,27 @@ def test_markupsafe_profiles_its_speedups_tests(tmp_path_factory: pytest.TempPat
     assert len(speedups) > 30 and len(profile.baseline.passed) >= 79, profile.baseline
 
 
-@pytest.mark.realrepo
-@pytest.mark.slow
-@pytest.mark.docker
-def test_markupsafe_docker_image_serves_the_same_modules(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """The image ships the local build's very files: the same tests pass on both backends."""
+def _local_and_docker_profiles(source: str, factory: pytest.TempPathFactory) -> tuple:
     from sandboxes.docker import DockerSandbox
     from sandboxes.local import LocalSandbox
     from taskforge.core.settings import Settings
     from taskforge.profile.build import build_profile
     from tests._docker_env import require_base_image, require_docker
 
-    work = tmp_path_factory.getbasetemp() / "tf-shared-work"
+    work = factory.getbasetemp() / "tf-shared-work"
     work.mkdir(exist_ok=True)
     settings = Settings(work_dir=work, install_timeout_s=600, test_timeout_s=300)
     require_base_image(require_docker(), settings.base_image)
-    local = build_profile("pypi:markupsafe==3.0.4", settings, LocalSandbox(settings), runs=1)
-    docker = build_profile("pypi:markupsafe==3.0.4", settings, DockerSandbox(settings), runs=1)
+    return (build_profile(source, settings, LocalSandbox(settings), runs=1),
+            build_profile(source, settings, DockerSandbox(settings), runs=1))
+
+
+@pytest.mark.realrepo
+@pytest.mark.slow
+@pytest.mark.docker
+def test_markupsafe_docker_image_serves_the_same_modules(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The image ships the local build's very files: the same tests pass on both backends."""
+    local, docker = _local_and_docker_profiles("pypi:markupsafe==3.0.4", tmp_path_factory)
     assert docker.env.extra.get("extension_modules") == "markupsafe._speedups"
     assert sorted(docker.baseline.passed) == sorted(local.baseline.passed)
     assert any("_speedups" in t for t in docker.baseline.passed)
@@ -181,18 +185,7 @@ def test_msgpack_builds_in_docker_without_a_compiler_in_the_image(tmp_path_facto
 
     Its metadata and its compiled module now come from the host's build.
     """
-    from sandboxes.docker import DockerSandbox
-    from sandboxes.local import LocalSandbox
-    from taskforge.core.settings import Settings
-    from taskforge.profile.build import build_profile
-    from tests._docker_env import require_base_image, require_docker
-
-    work = tmp_path_factory.getbasetemp() / "tf-shared-work"
-    work.mkdir(exist_ok=True)
-    settings = Settings(work_dir=work, install_timeout_s=600, test_timeout_s=300)
-    require_base_image(require_docker(), settings.base_image)
-    local = build_profile("pypi:msgpack==1.2.4", settings, LocalSandbox(settings), runs=1)
-    docker = build_profile("pypi:msgpack==1.2.4", settings, DockerSandbox(settings), runs=1)
+    local, docker = _local_and_docker_profiles("pypi:msgpack==1.2.4", tmp_path_factory)
     assert docker.env.extra.get("extension_modules") == "msgpack._cmsgpack"
     assert sorted(docker.baseline.passed) == sorted(local.baseline.passed)
     assert len(docker.baseline.passed) >= 160
