@@ -260,7 +260,7 @@ def _declared_root(pyproject: dict[str, Any], cfg: configparser.ConfigParser | N
             return "", ""
         for node in ast.walk(tree):
             if isinstance(node, ast.keyword) and node.arg == "package_dir" and isinstance(node.value, ast.Dict):
-                for k, v in zip(node.value.keys, node.value.values):
+                for k, v in zip(node.value.keys, node.value.values, strict=True):
                     if isinstance(k, ast.Constant) and k.value == "" and isinstance(v, ast.Constant) \
                             and isinstance(v.value, str):
                         return v.value.strip("/") or ".", "setup.py package_dir"

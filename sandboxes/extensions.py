@@ -54,7 +54,7 @@ def repo_stems(repo_dir: Path) -> tuple[set[str], set[str]]:
     """(stems of native sources, stems of Python modules) in the repository (tests and hidden dirs included)."""
     native: set[str] = set()
     python: set[str] = set()
-    for here, dirs, files in os.walk(repo_dir):
+    for _here, dirs, files in os.walk(repo_dir):
         dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("build", "__pycache__")]
         for name in files:
             stem, dot, suffix = name.rpartition(".")
