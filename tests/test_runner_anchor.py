@@ -43,3 +43,13 @@ def test_workspace_config_is_still_used(tmp_path: Path) -> None:
     scratch.mkdir()
     report = _run(ws, scratch)
     assert [r["nodeid"] for r in report["results"]] == ["tests/test_b.py::check_one"]
+
+
+def test_a_plugin_the_runner_loads_is_not_named_twice() -> None:
+    """multidict's addopts ``-p pytest_cov`` (kept in grading runs) next to the runner's ``-p pytest_cov.plugin``
+    stopped every grading with "Plugin already registered under a different name"."""
+    from sandboxes.runner.pytest_runner import _drop_loaded_plugin_args
+
+    loaded = {"pytest_cov", "pytest_cov.plugin"}
+    assert _drop_loaded_plugin_args(["-p", "pytest_cov", "-ppytest_cov", "-p", "mine", "--pdb", "-p"], loaded) \
+        == ["-p", "mine", "--pdb", "-p"]

@@ -358,6 +358,39 @@ def _env_plugins() -> list[str]:
     return out
 
 
+def _env_plugin_names() -> set[str]:
+    """Entry-point names and modules of the ``pytest11`` plugins installed in site-packages."""
+    from importlib import metadata
+
+    sites = tuple(d + os.sep for d in _site_dirs())
+    names: set[str] = set()
+    for dist in metadata.distributions():
+        if (os.path.realpath(str(dist.locate_file(""))) + os.sep).startswith(sites):
+            for ep in dist.entry_points:
+                if ep.group == "pytest11":
+                    names.update({ep.name, ep.value.split(":", 1)[0].strip()})
+    return names
+
+
+def _drop_loaded_plugin_args(args: list[str], loaded: set[str]) -> list[str]:
+    """``-p NAME`` options for a plugin the runner already loads by its module: pytest would register it a
+    second time under its entry-point name and stop with "Plugin already registered under a different
+    name" (multidict's addopts ``-p pytest_cov``, kept in grading runs, broke every one of them)."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        tok = str(args[i])
+        if tok == "-p" and i + 1 < len(args) and str(args[i + 1]) in loaded:
+            i += 2
+            continue
+        if tok.startswith("-p") and not tok.startswith("--") and len(tok) > 2 and tok[2:] in loaded:
+            i += 1
+            continue
+        out.append(tok)
+        i += 1
+    return out
+
+
 def _installed_names() -> set[str]:
     """Top-level module names of the stdlib and of everything installed in site-packages."""
     names = set(sys.stdlib_module_names) | {"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging",
@@ -445,8 +478,11 @@ def main(argv: list[str]) -> int:
 
     # a file that fails to collect must not hide the rest of the suite: its tests are just absent
     env_plugins = _env_plugins()
+    requested = [str(a) for a in request.get("args", [])]
+    if env_plugins:
+        requested = _drop_loaded_plugin_args(requested, _env_plugin_names())
     args = ["-p", "no:cacheprovider", "-p", "no:randomly", "--continue-on-collection-errors", *env_plugins,
-            *[str(a) for a in request.get("args", [])]]
+            *requested]
     if "pytest_benchmark.plugin" in env_plugins and not any(str(a).startswith("--benchmark-") for a in args):
         args.append("--benchmark-disable")  # each benchmark body runs once, as a test: no timing rounds
     args = _anchor_to_workspace(args, scratch)
