@@ -340,36 +340,27 @@ def _order_sys_path(src_roots: list[str]) -> None:
     sys.path[:] = kept + [r for r in src_roots if os.path.isdir(r)]
 
 
-def _env_plugins() -> list[str]:
-    """``-p MODULE`` for every ``pytest11`` entry point of a distribution installed in site-packages."""
+def _env_plugin_entries() -> list[tuple[str, str]]:
+    """(entry-point name, module) of every ``pytest11`` plugin of a distribution installed in site-packages."""
     from importlib import metadata
 
     sites = tuple(d + os.sep for d in _site_dirs())
-    out: list[str] = []
+    out: list[tuple[str, str]] = []
     for dist in metadata.distributions():
         where = os.path.realpath(str(dist.locate_file("")))
         if not (where + os.sep).startswith(sites):
             continue  # a dist-info found on the workspace's path: never loaded
-        for ep in dist.entry_points:
-            if ep.group == "pytest11":
-                module = ep.value.split(":", 1)[0].strip()
-                if module and module not in out:
-                    out += ["-p", module]
+        out += [(ep.name, ep.value.split(":", 1)[0].strip()) for ep in dist.entry_points if ep.group == "pytest11"]
     return out
 
 
-def _env_plugin_names() -> set[str]:
-    """Entry-point names and modules of the ``pytest11`` plugins installed in site-packages."""
-    from importlib import metadata
-
-    sites = tuple(d + os.sep for d in _site_dirs())
-    names: set[str] = set()
-    for dist in metadata.distributions():
-        if (os.path.realpath(str(dist.locate_file(""))) + os.sep).startswith(sites):
-            for ep in dist.entry_points:
-                if ep.group == "pytest11":
-                    names.update({ep.name, ep.value.split(":", 1)[0].strip()})
-    return names
+def _env_plugins(entries: list[tuple[str, str]]) -> list[str]:
+    """``-p MODULE`` for each plugin of ``entries`` (``_env_plugin_entries``), once."""
+    out: list[str] = []
+    for _name, module in entries:
+        if module and module not in out:
+            out += ["-p", module]
+    return out
 
 
 def _drop_loaded_plugin_args(args: list[str], loaded: set[str]) -> list[str]:
@@ -477,10 +468,11 @@ def main(argv: list[str]) -> int:
     scratch = os.path.dirname(os.path.abspath(argv[1]))
 
     # a file that fails to collect must not hide the rest of the suite: its tests are just absent
-    env_plugins = _env_plugins()
+    entries = _env_plugin_entries()
+    env_plugins = _env_plugins(entries)
     requested = [str(a) for a in request.get("args", [])]
-    if env_plugins:
-        requested = _drop_loaded_plugin_args(requested, _env_plugin_names())
+    if entries:
+        requested = _drop_loaded_plugin_args(requested, {n for e in entries for n in e})
     args = ["-p", "no:cacheprovider", "-p", "no:randomly", "--continue-on-collection-errors", *env_plugins,
             *requested]
     if "pytest_benchmark.plugin" in env_plugins and not any(str(a).startswith("--benchmark-") for a in args):
