@@ -183,7 +183,8 @@ class EnvImages:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("w") as log:
             resolution, spec = self._resolve_with_fallback(spec, repo_dir, log, log_path)
-            if why := refusal_in(spec.project_name, runner_chain(resolution.requires)):
+            if why := refusal_in(spec.project_name, runner_chain(resolution.requires,
+                                                                 python_version=resolution.python_version)):
                 raise EnvironmentBuildError(why)  # before an image is built: a one-line reason, never 0 tasks
             compiled = self._extensions(spec, repo_dir, log)
             prepared = PreparedEnv(

@@ -97,7 +97,7 @@ class LocalSandbox:
                 except (ValueError, KeyError):
                     env = None  # a damaged marker: rebuild
             env = env or self._build(spec, Path(repo_dir), venv)
-        if why := refusal(spec.project_name, sorted(venv.glob("lib/python*/site-packages"))):
+        if why := refusal(spec.project_name, sorted(venv.glob("lib/python*/site-packages")), env.python_version):
             raise EnvironmentBuildError(why)
         return env
 

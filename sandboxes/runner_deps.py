@@ -9,7 +9,9 @@ and no candidate can ever be accepted (pluggy 1.7.0: 0 tasks from 232 candidates
 ``pytest11`` plugin itself); ``refusal`` turns a hit into the one-line reason the sandbox raises. The docker
 sandbox has no installed metadata on the host: it computes the same chains (``runner_chain``) from the
 ``requires_dist`` of pip's installation report in its resolve container, before it builds an image.
-Standard library only.
+A requirement's environment marker is evaluated for the interpreter that runs the tests (Linux, its Python
+version): pytest's ``exceptiongroup; python_version < "3.11"`` and ``colorama; sys_platform == "win32"`` are
+not imported by a pytest on Linux under Python 3.11, so exceptiongroup and colorama are testable there.
 """
 
 from __future__ import annotations
@@ -19,26 +21,38 @@ from collections.abc import Iterable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 
+from packaging.markers import (
+    InvalidMarker,
+    UndefinedComparison,
+    UndefinedEnvironmentName,
+    default_environment,
+)
+from packaging.requirements import InvalidRequirement, Requirement
+
 from taskforge.core.environment import normalise_name
 
 RUNNER_ROOTS = ("pytest", "coverage")
 _NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
-def runner_distributions(site_dirs: Iterable[Path]) -> dict[str, str]:
+def runner_distributions(site_dirs: Iterable[Path], python_version: str = "") -> dict[str, str]:
     """Normalised name -> the chain that pulls it in (``"pytest -> pluggy"``), for what is installed."""
     dists = {normalise_name(d.metadata["Name"] or ""): d
              for d in metadata.distributions(path=[str(p) for p in site_dirs]) if d.metadata["Name"]}
     plugins = [name for name, dist in dists.items() if any(ep.group == "pytest11" for ep in dist.entry_points)]
-    return runner_chain({name: list(dist.requires or ()) for name, dist in dists.items()}, plugins)
+    return runner_chain({name: list(dist.requires or ()) for name, dist in dists.items()}, plugins,
+                        python_version=python_version)
 
 
-def runner_chain(requires: Mapping[str, Sequence[str]], plugins: Iterable[str] = ()) -> dict[str, str]:
+def runner_chain(requires: Mapping[str, Sequence[str]], plugins: Iterable[str] = (), *,
+                 python_version: str = "") -> dict[str, str]:
     """Normalised name -> chain, from each installed distribution's ``Requires-Dist`` lines.
 
     ``requires`` maps every installed distribution to its requirement strings (installed metadata, or
     the ``metadata.requires_dist`` of pip's installation report in the docker resolve container).
+    ``python_version`` ("3.11.7"): the interpreter the markers are evaluated for (default: this one).
     """
+    marker_env = _marker_environment(python_version)
     dists = {normalise_name(k): v for k, v in requires.items()}
     roots = [r for r in RUNNER_ROOTS if r in dists]
     chain: dict[str, str] = {r: r for r in roots}
@@ -53,19 +67,41 @@ def runner_chain(requires: Mapping[str, Sequence[str]], plugins: Iterable[str] =
     while todo:
         name = todo.pop()
         for req in dists[name] or ():
-            if "extra ==" in req.replace('"', "'").replace("extra==", "extra =="):
-                continue  # only with an extra the runner does not ask for
-            m = _NAME.match(req)
-            dep = normalise_name(m.group(1)) if m else ""
+            dep = _required_name(req, marker_env)
             if dep in dists and dep not in chain:
                 chain[dep] = f"{chain[name]} -> {dep}"
                 todo.append(dep)
     return chain
 
 
-def refusal(project: str, site_dirs: Iterable[Path]) -> str:
+def _marker_environment(python_version: str) -> dict[str, str]:
+    env = dict(default_environment(), extra="")
+    if python_version:
+        env.update(python_full_version=python_version, python_version=".".join(python_version.split(".")[:2]))
+    return env
+
+
+def _required_name(req: str, marker_env: Mapping[str, str]) -> str:
+    """The normalised distribution ``req`` names when it applies to ``marker_env``, else ""."""
+    try:
+        parsed = Requirement(req)
+    except InvalidRequirement:
+        if "extra ==" in req.replace('"', "'").replace("extra==", "extra =="):
+            return ""  # only with an extra the runner does not ask for
+        m = _NAME.match(req)
+        return normalise_name(m.group(1)) if m else ""
+    if parsed.marker is not None:
+        try:
+            if not parsed.marker.evaluate(dict(marker_env)):
+                return ""  # an extra the runner does not ask for, another platform or Python
+        except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+            pass  # a marker we cannot decide: assume it applies (the cautious side)
+    return normalise_name(parsed.name)
+
+
+def refusal(project: str, site_dirs: Iterable[Path], python_version: str = "") -> str:
     """Why ``project`` cannot be tested with this runner ("" when it can)."""
-    return refusal_in(project, runner_distributions(site_dirs))
+    return refusal_in(project, runner_distributions(site_dirs, python_version))
 
 
 def refusal_in(project: str, chains: Mapping[str, str]) -> str:

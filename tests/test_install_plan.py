@@ -109,3 +109,24 @@ def test_runner_chain_from_a_pip_report_refuses_what_pytest_requires() -> None:
     assert chain["pygments"] == "pytest -> pygments" and "argcomplete" not in chain and "attrs" not in chain
     assert "pytest -> pluggy" in refusal_in("pluggy", chain)
     assert refusal_in("attrs", chain) == "" and refusal_in("unknown", chain) == ""
+
+
+def test_runner_chain_evaluates_markers_for_the_test_interpreter() -> None:
+    """pytest 9 requires ``exceptiongroup; python_version < "3.11"`` and ``colorama; sys_platform == "win32"``:
+    a pytest under Python 3.11 on Linux imports neither, so both projects are testable there (before markers
+    were read, both were refused as "imported by the test runner itself")."""
+    from sandboxes.runner_deps import refusal_in, runner_chain
+
+    requires = {"pytest": ['colorama>=0.4; sys_platform == "win32"', 'exceptiongroup>=1; python_version < "3.11"',
+                           "iniconfig>=1", 'tomli>=1; python_version < "3.11"', "pluggy<2,>=1.5"],
+                "colorama": [], "exceptiongroup": [], "tomli": [], "iniconfig": [], "pluggy": []}
+    on_311 = runner_chain(requires, python_version="3.11.7")
+    assert "exceptiongroup" not in on_311 and "tomli" not in on_311 and "colorama" not in on_311
+    assert refusal_in("exceptiongroup", on_311) == "" and refusal_in("colorama", on_311) == ""
+    assert "pytest -> iniconfig" in refusal_in("iniconfig", on_311)
+    on_310 = runner_chain(requires, python_version="3.10.14")
+    assert on_310["exceptiongroup"] == "pytest -> exceptiongroup" and "colorama" not in on_310
+    # a requirement string packaging cannot parse falls back to its name (and its extra marker)
+    odd = runner_chain({"pytest": ["pluggy (>=1.5", "argcomplete; extra == 'dev' and"], "pluggy": [],
+                        "argcomplete": []})
+    assert "pluggy" in odd and "argcomplete" not in odd
