@@ -53,3 +53,41 @@ def test_a_plugin_the_runner_loads_is_not_named_twice() -> None:
     loaded = {"pytest_cov", "pytest_cov.plugin"}
     assert _drop_loaded_plugin_args(["-p", "pytest_cov", "-ppytest_cov", "-p", "mine", "--pdb", "-p"], loaded) \
         == ["-p", "mine", "--pdb", "-p"]
+
+
+def test_request_plugins_load_before_the_environment_plugins(tmp_path: Path) -> None:
+    """A project that is itself a pytest plugin (pytest-mock) has its workspace module imported by the
+    environment's ``-p``; the grading plugin, named by the request's ``-p``, must be imported first, so no code
+    of a graded patch runs before it takes its snapshot. Before the fix the environment's plugins came first."""
+    import site
+
+    from sandboxes.runner.pytest_runner import _split_plugin_args
+
+    assert _split_plugin_args(["-c", "x.ini", "-p", "_tfgab", "-pno:foo", "--pdb", "t.py::a", "-p"]) == \
+        (["-p", "_tfgab", "-pno:foo"], ["-c", "x.ini", "--pdb", "t.py::a", "-p"])
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    venv_site = next(venv.glob("lib/python*/site-packages"))
+    # this interpreter's packages (pytest) reach the venv through a .pth, outside the venv's own site-packages
+    (venv_site / "outer.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    dist = venv_site / "myplug-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: myplug\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[pytest11]\nmyplug = myplug\n")
+    ws = tmp_path / "ws"
+    (ws / "tests").mkdir(parents=True)
+    (ws / "tests" / "test_a.py").write_text("def test_ok():\n    assert True\n")
+    seen = tmp_path / "seen.txt"
+    (ws / "myplug.py").write_text(f"import sys\nopen({str(seen)!r}, 'w').write(str('_tfgfirst' in sys.modules))\n")
+    (ws / "_tfgfirst.py").write_text("")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    request = {"args": ["-p", "_tfgfirst", "tests"], "channel_path": str(scratch / "records.jsonl"),
+               "src_roots": [str(ws)]}
+    (scratch / "request.json").write_text(json.dumps(request))
+    done = subprocess.run([str(venv / "bin" / "python"), str(RUNNER), str(scratch / "request.json")], cwd=ws,
+                          capture_output=True, timeout=120, check=False, env={"PATH": "/usr/bin:/bin"})
+    report = read_ledger((scratch / "records.jsonl").read_bytes(), exit_code=done.returncode, elapsed=0.0)
+    assert [(r.nodeid, r.outcome.value) for r in report.results] == [("tests/test_a.py::test_ok", "passed")], \
+        done.stdout[-2000:]
+    assert seen.read_text() == "True"  # the request's plugin was imported before the environment's

@@ -18,7 +18,8 @@ or anything after ``end`` as forged, and a run without ``end`` as a run that nev
 Also before anything of the workspace runs:
 - ``sys.path``: the workspace's source roots go *after* site-packages (``PYTHONPATH`` put them first);
 - plugins: ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``, and the ``pytest11`` plugins of distributions installed
-  in the environment (never one found in the workspace) are loaded explicitly with ``-p``. Once this
+  in the environment (never one found in the workspace) are loaded explicitly with ``-p``, after the
+  request's own ``-p`` options (the grading plugin first, as plain pytest imports ``-p`` before autoload). Once this
   session is configured the variable is restored to what it was (``RestoreAutoload``), so a pytest the
   tests start themselves (``pytester``, a subprocess) loads plugins as a plain pytest would: pytest-mock's
   own tests run ``mocker`` in an inner session;
@@ -382,6 +383,22 @@ def _drop_loaded_plugin_args(args: list[str], loaded: set[str]) -> list[str]:
     return out
 
 
+def _split_plugin_args(args: list[str]) -> tuple[list[str], list[str]]:
+    """(the ``-p NAME`` / ``-pNAME`` options of ``args``, the other arguments), each in its order."""
+    plugins: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        tok = str(args[i])
+        if tok == "-p" and i + 1 < len(args):
+            plugins += [tok, str(args[i + 1])]
+            i += 2
+            continue
+        (plugins if tok.startswith("-p") and not tok.startswith("--") and len(tok) > 2 else rest).append(tok)
+        i += 1
+    return plugins, rest
+
+
 def _installed_names() -> set[str]:
     """Top-level module names of the stdlib and of everything installed in site-packages."""
     names = set(sys.stdlib_module_names) | {"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging",
@@ -473,8 +490,12 @@ def main(argv: list[str]) -> int:
     requested = [str(a) for a in request.get("args", [])]
     if entries:
         requested = _drop_loaded_plugin_args(requested, {n for e in entries for n in e})
-    args = ["-p", "no:cacheprovider", "-p", "no:randomly", "--continue-on-collection-errors", *env_plugins,
-            *requested]
+    requested_plugins, requested = _split_plugin_args(requested)
+    # the request's ``-p`` plugins (the grading plugin) before the environment's: a project that is itself a
+    # pytest plugin (pytest-mock) has its workspace module imported by its ``-p``, and that code must not run
+    # before the grading plugin has taken its snapshot (plain pytest, too, imports ``-p`` plugins first)
+    args = ["-p", "no:cacheprovider", "-p", "no:randomly", "--continue-on-collection-errors", *requested_plugins,
+            *env_plugins, *requested]
     if "pytest_benchmark.plugin" in env_plugins and not any(str(a).startswith("--benchmark-") for a in args):
         args.append("--benchmark-disable")  # each benchmark body runs once, as a test: no timing rounds
     args = _anchor_to_workspace(args, scratch)

@@ -4,7 +4,9 @@
 module name, with ``_CONFIG`` replaced by the grading's settings (the strict equality's name and the
 project's own plugin files: **no canary**, nothing about which tests are canaries or what they must do),
 and the runner loads it with ``-p NAME``: pytest imports ``-p`` plugins before setuptools plugins,
-conftests and test modules, so this code runs before any code of the patch under grading. On import it
+conftests and test modules, and the runner puts the request's ``-p`` options before the ``-p`` options of
+the environment's plugins (a project that is itself a pytest plugin is one of those), so this code runs
+before any code of the patch under grading. On import it
 deletes its own file.
 
 The canaries are ordinary tests that produce their own outcome; only the grader's process, outside the
