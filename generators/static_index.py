@@ -303,7 +303,8 @@ def build_index(repo_root: Path, spec: EnvSpec) -> StaticIndex:
     """Index the project's own code under ``repo_root`` and the references to it from code and tests."""
     repo_root = Path(repo_root)
     sources = discover_source_files(repo_root, spec)
-    tests = [t for t in discover_test_files(repo_root, spec) if t not in set(sources)]
+    source_set = set(sources)
+    tests = [t for t in discover_test_files(repo_root, spec) if t not in source_set]
     facts: list[FileFacts] = []
     errors: list[str] = []
     for rel, is_test in [(s, False) for s in sources] + [(t, True) for t in tests]:

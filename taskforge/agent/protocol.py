@@ -16,7 +16,7 @@ from typing import Protocol
 from taskforge.core.task import Task
 
 
-class ToolError(str, Enum):
+class ToolError(str, Enum):  # noqa: UP042 (str() and format() of a member stay as they are)
     """Why a tool call could not run; the observation says it in words the model can act on."""
 
     UNKNOWN_TOOL = "unknown_tool"

@@ -47,7 +47,8 @@ def check_task(repo_dir: Path, env: PreparedEnv, baseline: Baseline, *, name: st
 
     reliable = sorted(baseline.reliable)
     f2p = tuple(n for n in reliable if hideable(n, env.spec))
-    p2p = tuple(n for n in reliable if n not in set(f2p))
+    f2p_set = set(f2p)
+    p2p = tuple(n for n in reliable if n not in f2p_set)
     label = name or Path(repo_dir).name
     return Task(instance_id=f"{label}__grading-check", repo=label, source=str(repo_dir), base_commit="",
                 version="", created_at="", strategy="none", entities=(), setup_patch="", patch="",

@@ -29,6 +29,7 @@ collect), or an unfinished run is tampering. A forger that reports "all passed" 
 from __future__ import annotations
 
 import ast
+import functools
 import random
 import re
 import secrets
@@ -178,6 +179,22 @@ def _insert_points(tree: ast.Module) -> list[int]:
     return sorted(set(points)) or [max([0, *(getattr(n, "end_lineno", 0) or 0 for n in tree.body)])]
 
 
+@functools.lru_cache(maxsize=16)
+def _parse(source: str) -> ast.Module:
+    """The tree of a hidden test file, parsed once per process for the same text (never mutated here): every
+    grading of a task plants into the same restored files, and idna's 1.4 MB generated test file took 8% of
+    a grading's parent-side time to parse again each time."""
+    with _PARSE_LOCK:
+        return ast.parse(source)
+
+
+@functools.lru_cache(maxsize=16)
+def _units_of(source: str) -> tuple[dict[str, tuple[ast.FunctionDef, list[int]]], frozenset[str]]:
+    """``_test_units`` of a hidden test file and the keys of those that end on their own, once per text."""
+    units = _test_units(_parse(source))
+    return units, frozenset(k for k, (fn, _) in units.items() if _ends_on_its_own(fn))
+
+
 def _words_of(names: Iterable[str]) -> list[str]:
     return sorted({w for n in names for w in re.split(r"_+", n[4:] if n.startswith("test") else n) if w.isidentifier()})
 
@@ -199,8 +216,7 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
             continue
         try:
             source = path.read_text(encoding="utf-8")
-            with _PARSE_LOCK:
-                tree = ast.parse(source)
+            tree = _parse(source)
         except (SyntaxError, UnicodeDecodeError, ValueError):
             continue
         hosts.append((rel, source, tree))
@@ -215,12 +231,12 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
     files: list[str] = []
     standalone_wants = list(outcomes[n_inline:])
     for rel, source, tree in hosts:
-        units = _test_units(tree)
+        units, ends_alone = _units_of(source)
         f2p_ids = {n.split("::", 1)[1].split("[")[0] for n in f2p if n.startswith(rel + "::")}
         p2p_ids = {n.split("::", 1)[1].split("[")[0] for n in p2p if n.startswith(rel + "::")}
         passing = [k for k, (fn, _) in sorted(units.items()) if k in p2p_ids and k not in f2p_ids
-                   and not fn.decorator_list and not _ends_on_its_own(fn)]
-        open_ended = [k for k, (fn, _) in sorted(units.items()) if not _ends_on_its_own(fn)]
+                   and not fn.decorator_list and k not in ends_alone]
+        open_ended = [k for k in sorted(units) if k not in ends_alone]
         # the stub's callers first, else another requested test: a unit nobody asked for may never run here
         # (attrs' ``TestReplace`` is skipped below Python 3.13: a canary copied into it reported skipped,
         # and one gold grading in three of a task with hidden tests in that file scored 0); without

@@ -299,8 +299,9 @@ def _score(task: Task, report: TestReport, plan: Any, flags: list[RewardFlag], d
            timings: Mapping[str, float]) -> RewardResult:
     tests = (*task.fail_to_pass, *task.pass_to_pass)
     full = report.with_missing(tests)
-    outcomes = {r.nodeid: r.outcome.value for r in full.results if r.nodeid in set(tests)}
-    durations = {r.nodeid: r.duration for r in full.results if r.nodeid in set(tests)}
+    wanted = set(tests)  # built once: a set per result made this quadratic (idna: 6,441 tests, seconds a grading)
+    outcomes = {r.nodeid: r.outcome.value for r in full.results if r.nodeid in wanted}
+    durations = {r.nodeid: r.duration for r in full.results if r.nodeid in wanted}
     flags = list(flags)
     if report.timed_out:
         flags.append(RewardFlag.TIMEOUT)

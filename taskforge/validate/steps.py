@@ -250,7 +250,8 @@ class _Validation:
                 why = (f"only unhideable doctests fail without the feature, e.g. {red_covering[0]}" if red_covering
                        else f"all {len(covering)} covering tests still pass without the feature")
                 return self.reject(RejectReason.NO_FAIL_TO_PASS, why)
-            suspects = {n for n in early if n not in set(covering) and not report.outcome_of(n).ok}
+            covering_set = set(covering)
+            suspects = {n for n in early if n not in covering_set and not report.outcome_of(n).ok}
 
             # a stub keeps the names: imports of them stay; a file whose every test is hidden goes whole
             hidden = hide_tests(ws, f2p, profile.index, deletion.removed)
@@ -271,7 +272,8 @@ class _Validation:
                 still = [n for n in f2p if n in collected]
                 # generated at collection (no definition to remove, e.g. markdown's LegacyTestCase files):
                 # like an unhideable doctest, neither FAIL_TO_PASS nor PASS_TO_PASS
-                generated = {n for n in still if normalize_nodeid(n) in set(hidden.unmatched)}
+                unmatched = set(hidden.unmatched)
+                generated = {n for n in still if normalize_nodeid(n) in unmatched}
                 if set(still) - generated:
                     miss = sorted(set(still) - generated)
                     return self.reject(RejectReason.TRANSFORM_FAILED,
