@@ -176,7 +176,7 @@ class _Scan(cst.CSTVisitor):
         self.strings.append((node.value, self._path()))
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=256)  # a scan is small (defs and name uses); 16 thrashed on semver (22 test files)
 def _scan(text: str) -> _Scan:
     """The test file's definitions and name uses; cached per text (read only: every candidate of a
     repository scans the same test files again)."""

@@ -63,18 +63,26 @@ class TestReport:
     collection_errors: tuple[str, ...] = ()
     output_tail: str = ""
     flags: tuple[ReportFlag, ...] = field(default=())
+    # node id -> outcome, built on first use: ``outcome_of`` in a loop over a large run's tests was quadratic
+    _index: dict[str, Outcome] | None = field(default=None, init=False, repr=False, compare=False)
 
     __test__ = False  # not a pytest test class
 
     def outcomes(self) -> dict[str, Outcome]:
-        return {r.nodeid: r.outcome for r in self.results}
+        """Node id -> outcome (a fresh dict the caller may change)."""
+        return dict(self._outcomes())
+
+    def _outcomes(self) -> dict[str, Outcome]:
+        if self._index is None:
+            object.__setattr__(self, "_index", {r.nodeid: r.outcome for r in self.results})
+        return self._index  # type: ignore[return-value]
 
     def outcome_of(self, nodeid: str) -> Outcome:
-        return self.outcomes().get(nodeid, Outcome.MISSING)
+        return self._outcomes().get(nodeid, Outcome.MISSING)
 
     def with_missing(self, expected: Iterable[str]) -> TestReport:
         """Add MISSING results for expected node ids that did not report."""
-        seen = self.outcomes()
+        seen = self._outcomes()
         extra = tuple(TestResult(n, Outcome.MISSING) for n in expected if n not in seen)
         if not extra:
             return self
@@ -87,11 +95,11 @@ class TestReport:
         return frozenset(r.nodeid for r in self.results if not outcomes or r.outcome in outcomes)
 
     def all_ok(self, nodeids: Iterable[str]) -> bool:
-        out = self.outcomes()
+        out = self._outcomes()
         return all(out.get(n, Outcome.MISSING).ok for n in nodeids)
 
     def none_ok(self, nodeids: Iterable[str]) -> bool:
-        out = self.outcomes()
+        out = self._outcomes()
         return not any(out.get(n, Outcome.MISSING).ok for n in nodeids)
 
     def counts(self) -> dict[str, int]:
