@@ -12,6 +12,9 @@ uses it (``generators.import_time``: a schema class body in a test helper module
   breaks unrelated tests and the task is unfair. ``__init__`` is kept only as part of a class.
 - ``TRIVIAL_BODY``: a body of one simple statement (``return self._x``): nothing to implement.
 - ``TEST_ONLY_CODE``: code in the package that exists for tests (``testing``/``conftest`` modules).
+- ``RUNNER_MODULE``: code in a file the test runner itself imports before any plugin or conftest
+  (``EnvSpec.runner_files``: a project pytest depends on, such as iniconfig); graded code must never
+  run before the grading plugin, so those files are never deleted from and every grading restores them.
 
 Rank (higher first), recorded in ``Candidate.why``::
 
@@ -64,8 +67,11 @@ def _tie(seed: int, qualname: str) -> float:
     return int.from_bytes(digest[:4], "big") / 2**32
 
 
-def skip_reason(entity: Entity, covering: frozenset[str]) -> RejectReason | None:
+def skip_reason(entity: Entity, covering: frozenset[str],
+                runner_files: frozenset[str] = frozenset()) -> RejectReason | None:
     """Why ``entity`` cannot make a fair task (None when it can)."""
+    if entity.file in runner_files:
+        return RejectReason.RUNNER_MODULE
     parts = entity.qualname.split(".")
     if any(p in _TEST_SUPPORT_MODULES for p in parts[:-1] if entity.kind is not EntityKind.MODULE) or (
             entity.kind is EntityKind.MODULE and parts[-1] in _TEST_SUPPORT_MODULES):
@@ -116,12 +122,13 @@ def propose(profile: Any, strategies: Sequence[Any], seed: int = 0) -> tuple[lis
     """Rank the candidates of every strategy; see the module docstring. ``profile``: ``taskforge.profile.build.Profile``."""
     candidates: list[Candidate] = []
     rejected: list[Rejected] = []
+    runner_files = frozenset(getattr(getattr(profile, "spec", None), "runner_files", ()) or ())
     for entity in profile.entities:
         applicable = [s for s in strategies if s.applies_to(entity)]
         if not applicable:
             continue
         covering = covering_tests(entity, profile)
-        reason = skip_reason(entity, covering)
+        reason = skip_reason(entity, covering, runner_files)
         for strategy in applicable:
             cid = f"{strategy.name}:{entity.qualname}"
             if reason is not None:

@@ -40,7 +40,7 @@ import requests.exceptions
 
 from sandboxes import extensions
 from sandboxes.install_plan import InstallAttempt, InstallStep, fallback_notes, install_steps
-from sandboxes.runner_deps import refusal_in, runner_chain
+from sandboxes.runner_deps import refusal_in, runner_chain, runner_dependency
 from taskforge.core.environment import EnvSpec, PreparedEnv, normalise_name
 from taskforge.core.errors import EnvironmentBuildError, SandboxError
 from taskforge.core.settings import Settings
@@ -183,16 +183,18 @@ class EnvImages:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("w") as log:
             resolution, spec = self._resolve_with_fallback(spec, repo_dir, log, log_path)
-            if why := refusal_in(spec.project_name, runner_chain(resolution.requires,
-                                                                 python_version=resolution.python_version)):
+            chains = runner_chain(resolution.requires, python_version=resolution.python_version)
+            if why := refusal_in(spec.project_name, chains):
                 raise EnvironmentBuildError(why)  # before an image is built: a one-line reason, never 0 tasks
+            dependency = runner_dependency(spec.project_name, chains)
             compiled = self._extensions(spec, repo_dir, log)
             prepared = PreparedEnv(
                 spec=spec, backend="docker", location=tag, python_version=resolution.python_version,
                 frozen=resolution.pins, install_log="", build_seconds=0.0,
                 extra={"image": tag, "base_image": self.settings.base_image, "base_image_id": base_id,
                        "project": json.dumps(dict(resolution.project), sort_keys=True),
-                       **({"extension_modules": ",".join(extensions.module_names(compiled))} if compiled else {})},
+                       **({"extension_modules": ",".join(extensions.module_names(compiled))} if compiled else {}),
+                       **({"runner_dependency": dependency} if dependency else {})},
             )
             self._build(tag, resolution, prepared, log, log_path, compiled)
         tail = "\n".join(log_path.read_text().splitlines()[-30:])

@@ -47,7 +47,7 @@ from sandboxes import extensions, isolation, reaper
 from sandboxes.install_plan import InstallAttempt, fallback_notes, install_steps
 from sandboxes.ledger import read_ledger
 from sandboxes.protocol import CoverageContexts, EnvironmentFiles, RunOutput, RunRequest, Sandbox
-from sandboxes.runner_deps import refusal
+from sandboxes.runner_deps import refusal_in, runner_dependency, runner_distributions
 from taskforge.core.environment import EnvSpec, PreparedEnv, normalise_name
 from taskforge.core.errors import EnvironmentBuildError, SandboxError
 from taskforge.core.process import run_capture, run_channel
@@ -82,7 +82,8 @@ class LocalSandbox:
 
     # --- environment ---------------------------------------------------------------------------
     def prepare(self, spec: EnvSpec, repo_dir: Path) -> PreparedEnv:
-        """The environment of ``spec`` (built once); raises for a project the test runner itself imports."""
+        """The environment of ``spec`` (built once); raises for a project that is part of the test runner
+        (``runner_deps``); ``extra["runner_dependency"]`` names the chain when pytest imports the project."""
         if self.confined:
             self._support()
         venv = self.envs_dir / spec.key
@@ -97,8 +98,11 @@ class LocalSandbox:
                 except (ValueError, KeyError):
                     env = None  # a damaged marker: rebuild
             env = env or self._build(spec, Path(repo_dir), venv)
-        if why := refusal(spec.project_name, sorted(venv.glob("lib/python*/site-packages")), env.python_version):
+        chains = runner_distributions(sorted(venv.glob("lib/python*/site-packages")), env.python_version)
+        if why := refusal_in(spec.project_name, chains):
             raise EnvironmentBuildError(why)
+        if chain := runner_dependency(spec.project_name, chains):
+            env = dataclasses.replace(env, extra={**env.extra, "runner_dependency": chain})
         return env
 
     def _build(self, spec: EnvSpec, repo_dir: Path, venv: Path) -> PreparedEnv:

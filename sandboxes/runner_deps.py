@@ -1,12 +1,23 @@
 """The distributions the test runner itself loads, read from an environment's installed metadata.
 
-pytest imports pluggy, iniconfig and packaging (and its plugins their own dependencies) before any test
-runs, and the runner imports coverage. A project that is one of them cannot be tested by deletion with
-this runner: the runner would import the workspace copy, so every deleted entity breaks pytest itself
-and no candidate can ever be accepted (pluggy 1.7.0: 0 tasks from 232 candidates, exit 0, no warning).
-``runner_distributions`` computes that set from the environment (``importlib.metadata`` of ``pytest``,
-``coverage`` and their requirements, transitively, among what is installed, plus every installed
-``pytest11`` plugin itself); ``refusal`` turns a hit into the one-line reason the sandbox raises. The docker
+pytest imports pluggy, iniconfig, pygments and packaging (and its plugins their own dependencies), and the
+runner imports coverage. ``runner_distributions`` computes that set from the environment
+(``importlib.metadata`` of ``pytest``, ``coverage`` and their requirements, transitively, among what is
+installed, plus every installed ``pytest11`` plugin itself). What it means for a project in it:
+
+- ``pytest``, ``coverage`` and ``pluggy`` are **refused** (``refusal``, the one-line reason the sandbox
+  raises): they are the machinery that runs and watches the graded tests (pluggy's hook calling is what the
+  grading plugin's integrity checks watch), so a workspace copy of them can neither be deleted from nor be
+  graded (pluggy 1.7.0 before this rule: 0 tasks from 232 candidates, exit 0, no warning);
+- any other dependency of theirs (iniconfig, packaging, pygments) is tested from its workspace copy, which
+  pytest then imports too: the sandbox marks the environment with the chain (``runner_dependency``), and the
+  profile's run records which workspace files pytest had imported before loading plugins and conftests
+  (``EnvSpec.runner_files``: iniconfig's whole package, packaging's ``version.py``). Nothing in those
+  files is deleted, every grading restores them, so no graded code runs before the grading plugin, and
+  a deletion elsewhere that still breaks pytest is rejected by validation like any broken import;
+- a pytest plugin of its own (pytest-mock, hypothesis): its tests load it; nothing changes.
+
+The docker
 sandbox has no installed metadata on the host: it computes the same chains (``runner_chain``) from the
 ``requires_dist`` of pip's installation report in its resolve container, before it builds an image.
 A requirement's environment marker is evaluated for the interpreter that runs the tests (Linux, its Python
@@ -32,6 +43,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from taskforge.core.environment import normalise_name
 
 RUNNER_ROOTS = ("pytest", "coverage")
+MACHINERY = frozenset({*RUNNER_ROOTS, "pluggy"})  # refused: what runs and watches the graded tests
 _NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
@@ -108,8 +120,16 @@ def refusal_in(project: str, chains: Mapping[str, str]) -> str:
     """``refusal`` for chains already computed (``runner_chain``)."""
     name = normalise_name(project)
     chain = chains.get(name)
-    if not chain or (chain == name and name not in RUNNER_ROOTS):
-        return ""  # a pytest plugin of its own (hypothesis, anyio): its tests load it; most deletions work
-    return (f"{project} is imported by the test runner itself ({chain}): every deletion would break pytest, "
-            "not the project's tests, so no task could be validated; taskforge does not generate tasks from "
-            "the test runner's own dependencies")
+    if not chain or name not in MACHINERY:
+        return ""  # a plugin of its own, or a dependency pytest imports (module docstring)
+    return (f"{project} is part of the test runner itself ({chain}): it runs and watches the graded tests, so "
+            "a workspace copy of it can be neither deleted from nor graded; taskforge does not generate tasks "
+            "from pytest, pluggy or coverage")
+
+
+def runner_dependency(project: str, chains: Mapping[str, str]) -> str:
+    """The chain through which the runner imports ``project`` ("pytest -> iniconfig"), when it does and the
+    project is neither refused nor a plugin of its own; "" otherwise."""
+    name = normalise_name(project)
+    chain = chains.get(name, "")
+    return chain if chain and chain != name and name not in MACHINERY else ""

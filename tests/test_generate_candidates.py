@@ -88,6 +88,17 @@ def test_skip_reasons_are_the_right_ones(tmp_path):
     assert not ids & set(why)  # a skipped entity is never also a candidate
 
 
+def test_entities_in_files_the_runner_imports_are_skipped(tmp_path):
+    """A project pytest itself imports: nothing in ``EnvSpec.runner_files`` is proposed (RUNNER_MODULE)."""
+    prof = _profile(tmp_path)
+    prof.spec = SimpleNamespace(runner_files=(S,))
+    cands, rejected = propose(prof, _strategies("stub", "delete"))
+    why = {r.candidate_id: r.reason for r in rejected}
+    assert why["stub:minipkg.stats.mean"] is RejectReason.RUNNER_MODULE
+    assert not any(c.entity.startswith("minipkg.stats.") for c in cands)
+    assert any(c.entity == "minipkg.point.Point.norm" for c in cands)
+
+
 def test_covering_tests_are_those_that_run_the_body_not_the_def_line(tmp_path):
     cands, _ = propose(_profile(tmp_path), _strategies("stub"))
     mean = next(c for c in cands if c.entity == "minipkg.stats.mean")

@@ -91,10 +91,11 @@ def test_runner_dependencies_come_from_the_environment_metadata(tmp_path: Path) 
     assert "argcomplete" not in chain and "jinja2" not in chain
     assert "mockdep" not in chain and "attrs" not in chain  # a plugin's own requirements load lazily
     assert refusal("attrs", [tmp_path]) == ""  # attrs with hypothesis installed is testable
-    assert "pytest -> pluggy" in refusal("pluggy", [tmp_path])
+    assert "pytest -> pluggy" in refusal("pluggy", [tmp_path])  # the hook machinery the grading watches
     assert refusal("Jinja2", [tmp_path]) == ""
     assert refusal("pytest-mockish", [tmp_path]) == ""  # a plugin of its own: its tests load it
     assert refusal("pytest", [tmp_path]) != ""
+    assert refusal("iniconfig", [tmp_path]) == ""  # pytest imports it: tested, its preloaded files kept whole
 
 
 def test_runner_chain_from_a_pip_report_refuses_what_pytest_requires() -> None:
@@ -109,6 +110,23 @@ def test_runner_chain_from_a_pip_report_refuses_what_pytest_requires() -> None:
     assert chain["pygments"] == "pytest -> pygments" and "argcomplete" not in chain and "attrs" not in chain
     assert "pytest -> pluggy" in refusal_in("pluggy", chain)
     assert refusal_in("attrs", chain) == "" and refusal_in("unknown", chain) == ""
+    assert refusal_in("coverage", chain) != "" and refusal_in("pytest", chain) != ""
+
+
+def test_a_dependency_pytest_imports_is_tested_and_marked() -> None:
+    """iniconfig, packaging, pygments: no refusal (pytest imports their workspace copy; the profile learns
+    which files load first); pytest, coverage and pluggy are refused; a plugin of its own is neither."""
+    from sandboxes.runner_deps import refusal_in, runner_chain, runner_dependency
+
+    requires = {"pytest": ["iniconfig>=1", "packaging", "pluggy<2,>=1.5", "pygments>=2.7.2"], "iniconfig": [],
+                "packaging": [], "pluggy": [], "Pygments": [], "coverage": [], "pytest-mock": ["pytest>=6"]}
+    chain = runner_chain(requires, ["pytest-mock"])
+    for name in ("iniconfig", "packaging", "Pygments"):
+        assert refusal_in(name, chain) == "" and runner_dependency(name, chain).startswith("pytest -> ")
+    for name in ("pytest", "coverage", "pluggy"):
+        assert refusal_in(name, chain) != "" and runner_dependency(name, chain) == ""
+    assert refusal_in("pytest-mock", chain) == runner_dependency("pytest-mock", chain) == ""
+    assert runner_dependency("attrs", chain) == ""
 
 
 def test_runner_chain_evaluates_markers_for_the_test_interpreter() -> None:
@@ -123,7 +141,7 @@ def test_runner_chain_evaluates_markers_for_the_test_interpreter() -> None:
     on_311 = runner_chain(requires, python_version="3.11.7")
     assert "exceptiongroup" not in on_311 and "tomli" not in on_311 and "colorama" not in on_311
     assert refusal_in("exceptiongroup", on_311) == "" and refusal_in("colorama", on_311) == ""
-    assert "pytest -> iniconfig" in refusal_in("iniconfig", on_311)
+    assert on_311["iniconfig"] == "pytest -> iniconfig" and "pytest -> pluggy" in refusal_in("pluggy", on_311)
     on_310 = runner_chain(requires, python_version="3.10.14")
     assert on_310["exceptiongroup"] == "pytest -> exceptiongroup" and "colorama" not in on_310
     # a requirement string packaging cannot parse falls back to its name (and its extra marker)

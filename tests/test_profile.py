@@ -160,3 +160,17 @@ def test_load_refuses_missing_or_foreign_profiles(tmp_path: Path) -> None:
     (tmp_path / "profile.json").write_text(json.dumps({"schema_version": 99}))
     with pytest.raises(DatasetError, match="schema_version 99"):
         Profile.load(tmp_path)
+
+
+def test_runner_files_are_the_projects_own_preloaded_sources() -> None:
+    """Of the runner's ``preloaded`` record, only the project's code counts (never a conftest or a test)."""
+    from taskforge.core.environment import EnvSpec
+    from taskforge.profile.build import runner_files
+
+    spec = EnvSpec("iniconfig", "3.11", ".", src_roots=("src",), package_dirs=("src/iniconfig",),
+                   test_paths=("testing",))
+    preloaded = ["src/iniconfig/__init__.py", "src/iniconfig/_parse.py", "testing/conftest.py", "_tfgab12.py",
+                 "src/iniconfig/py.typed", "src/iniconfigx/other.py"]
+    assert runner_files(preloaded, spec) == ("src/iniconfig/__init__.py", "src/iniconfig/_parse.py")
+    assert spec.key == EnvSpec("iniconfig", "3.11", ".", src_roots=("src",), package_dirs=("src/iniconfig",),
+                               test_paths=("testing",), runner_files=("x.py",)).key  # not part of the key

@@ -282,3 +282,23 @@ def test_module_shadowing_the_extension_finder(target: Target, tmp_path: Path) -
     forge = ("import os, json\nos.write(1, (json.dumps({'k': 'hello', 'pid': os.getpid()}) + '\\n').encode())\n"
              "os._exit(0)\n")
     _zero(hack(target, tmp_path, write={"_taskforge_ext.py": forge}), RewardFlag.PATCH_REFUSED)
+
+
+def test_patch_to_a_file_the_runner_imports_is_dropped(tmp_path: Path) -> None:
+    """A project pytest itself imports (iniconfig, packaging): the files pytest loads before any plugin
+    (``EnvSpec.runner_files``) run before the grading plugin, so a patch may not change them: the grader
+    drops such edits and restores the files, and the gold patch (which never touches them) still scores 1."""
+    import dataclasses
+
+    orig = write_tree(tmp_path / "orig", MINILIB)
+    task = build_stub_task(orig, tmp_path, module="minilib/text.py", function="shout", spec=MINILIB_SPEC,
+                           repo="minilib")
+    task = dataclasses.replace(task, env_spec=dataclasses.replace(task.env_spec,
+                                                                  runner_files=("minilib/__init__.py",)))
+    target = Target(task, DirectoryTrees(orig), "minilib/text.py", "tests/test_whisper.py", "tests/test_shout.py",
+                    "tests", SubprocessSandbox())
+    init = MINILIB["minilib/__init__.py"]
+    forged = init + "\nimport gc\n" + FLIP_HOOK  # what an agent would slip into a module pytest loads first
+    (tmp_path / "hack").mkdir()
+    _zero(hack(target, tmp_path / "hack", write={"minilib/__init__.py": forged}), RewardFlag.PROTECTED_DROPPED)
+    assert grade(target, task.patch).score == 1.0

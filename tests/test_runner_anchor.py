@@ -91,3 +91,27 @@ def test_request_plugins_load_before_the_environment_plugins(tmp_path: Path) -> 
     assert [(r.nodeid, r.outcome.value) for r in report.results] == [("tests/test_a.py::test_ok", "passed")], \
         done.stdout[-2000:]
     assert seen.read_text() == "True"  # the request's plugin was imported before the environment's
+
+
+def test_the_runner_reports_the_workspace_files_imported_before_conftests(tmp_path: Path) -> None:
+    """The ``preloaded`` record: workspace files already imported when pytest loads conftests (here by a
+    ``-p`` plugin; for iniconfig, by pytest itself), never a test module or a conftest."""
+    ws = tmp_path / "ws"
+    (ws / "tests").mkdir(parents=True)
+    (ws / "pkg").mkdir()
+    (ws / "pkg" / "__init__.py").write_text("")
+    (ws / "pkg" / "early.py").write_text("X = 1\n")
+    (ws / "pkg" / "late.py").write_text("Y = 2\n")
+    (ws / "_plug.py").write_text("import pkg.early\n")
+    (ws / "tests" / "conftest.py").write_text("import pkg.late\n")
+    (ws / "tests" / "test_a.py").write_text("def test_ok():\n    assert True\n")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    request = {"args": ["-p", "_plug", "tests"], "channel_path": str(scratch / "records.jsonl"),
+               "src_roots": [str(ws)]}
+    (scratch / "request.json").write_text(json.dumps(request))
+    done = subprocess.run([sys.executable, str(RUNNER), str(scratch / "request.json")], cwd=ws,
+                          capture_output=True, timeout=120, check=False)
+    report = read_ledger((scratch / "records.jsonl").read_bytes(), exit_code=done.returncode, elapsed=0.0)
+    assert report.preloaded == ("_plug.py", "pkg/__init__.py", "pkg/early.py"), done.stdout[-2000:]
+    assert [r.outcome.value for r in report.results] == ["passed"] and not report.flags

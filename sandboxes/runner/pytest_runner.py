@@ -11,8 +11,9 @@ it is 1 or 2, the runner keeps a private duplicate and points fds 1 and 2 at ``l
 ``channel_path`` (a file, for trusted backends). Every record is one JSON line, written with one
 ``write``: ``hello``, ``collect_error``, ``collected`` (collect-only runs), ``phase`` (one per test
 phase: node id, setup/call/teardown, outcome, xfail, duration), ``shadow`` (refused, see below),
-``dupes`` (tests deselected because several collected items share their node id: ``DuplicateIds``) and
-``end`` last. The parent keeps the first record of each test phase, treats a second one, a foreign line
+``dupes`` (tests deselected because several collected items share their node id: ``DuplicateIds``),
+``preloaded`` (the workspace files imported before pytest loads its conftests: by pytest itself when the
+project is one of its dependencies; ``preloaded_files``) and ``end`` last. The parent keeps the first record of each test phase, treats a second one, a foreign line
 or anything after ``end`` as forged, and a run without ``end`` as a run that never finished.
 
 Also before anything of the workspace runs:
@@ -114,6 +115,9 @@ class ReportPlugin:
         if self.cov is not None:
             self.cov.switch_context("")
 
+    def pytest_load_initial_conftests(self, early_config: Any, parser: Any, args: Any) -> None:
+        send({"k": "preloaded", "files": preloaded_files()})
+
     # --- records ----------------------------------------------------------------------------------
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
@@ -131,6 +135,19 @@ class ReportPlugin:
         if type(report).__name__ in SUBTEST_REPORTS:  # unittest subTest / ``subtests``: one per sub-case
             rec["sub"] = 1
         send(rec)
+
+
+def preloaded_files(limit: int = 2000) -> list[str]:
+    """Workspace files (relative to the cwd) of the modules imported so far, sorted; at most ``limit``."""
+    root = os.path.realpath(os.getcwd()) + os.sep
+    found: set[str] = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str):
+            real = os.path.realpath(path)
+            if real.startswith(root):
+                found.add(real[len(root):].replace(os.sep, "/"))
+    return sorted(found)[:limit]
 
 
 def _coverage_start(request: dict[str, Any]) -> Any:

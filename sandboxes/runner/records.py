@@ -14,6 +14,9 @@ per test phase as the phase ends, on a channel it took before any workspace code
 - a ``shadow`` record: the runner refused a workspace module that hides an installed one;
 - a ``dupes`` record: the runner deselected tests whose node id several collected items share (kept as
   a note: it can only remove tests, never report one);
+- a ``preloaded`` record: the workspace files already imported when pytest is about to load conftests
+  (a project pytest itself imports: iniconfig, packaging); one per run, a second is forged; read from the
+  profile's original run only, never from a grading;
 - a test record under a collector that failed (a file or class that did not import): forged (pytest runs
   nothing of it, and without this rule such records would stand and that file's canaries be excused).
 
@@ -29,7 +32,7 @@ from __future__ import annotations
 import json
 
 RANK = {"passed": 0, "skipped": 1, "xfailed": 1, "xpassed": 2, "failed": 3, "error": 4}
-KINDS = frozenset({"hello", "collect_error", "collected", "phase", "shadow", "dupes", "end"})
+KINDS = frozenset({"hello", "collect_error", "collected", "phase", "shadow", "dupes", "preloaded", "end"})
 PHASES = frozenset({"setup", "call", "teardown"})
 
 
@@ -61,6 +64,7 @@ class Ledger:
         self.forged: list[str] = []
         self.shadows: list[str] = []
         self.duplicated: list[str] = []
+        self.preloaded: list[str] | None = None
         self.hello = False
         self.end: dict[str, float] | None = None
 
@@ -95,6 +99,12 @@ class Ledger:
 
     def _dupes(self, rec: dict) -> None:
         self.duplicated.extend(str(i) for i in rec["ids"])
+
+    def _preloaded(self, rec: dict) -> None:
+        if self.preloaded is not None:
+            self.forged.append("second preloaded record")
+            return
+        self.preloaded = [str(f) for f in rec["files"]]
 
     def _end(self, rec: dict) -> None:
         self.end = {"exit": int(rec["exit"]), "dur": float(rec["dur"])}

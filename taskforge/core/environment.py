@@ -34,11 +34,16 @@ class EnvSpec:
     # hash of the files that decide what gets installed (pyproject.toml, setup.py/cfg, requirements
     # files): part of ``key``, so two commits that declare different dependencies get two environments
     metadata_digest: str = ""
+    # workspace files the test runner itself imports before any plugin or conftest, found by the profile's
+    # run (a project pytest depends on: iniconfig, packaging's version.py): no task deletes anything in
+    # them and every grading restores them, so no graded code runs before the grading plugin. Not part of
+    # ``key``: it is learnt from the environment, after it is built
+    runner_files: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
         """Content hash: equal specs share one environment (venv or image)."""
-        payload = json.dumps(self.to_dict(exclude=("notes",)), sort_keys=True).encode()
+        payload = json.dumps(self.to_dict(exclude=("notes", "runner_files")), sort_keys=True).encode()
         return hashlib.sha256(payload).hexdigest()[:16]
 
     def to_dict(self, exclude: tuple[str, ...] = ()) -> dict[str, Any]:

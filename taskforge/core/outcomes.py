@@ -18,6 +18,7 @@ class RejectReason(enum.StrEnum):
     TRIVIAL_BODY = "trivial_body"
     DUNDER_METHOD = "dunder_method"
     TEST_ONLY_CODE = "test_only_code"
+    RUNNER_MODULE = "runner_module"  # in a file pytest itself imports before any plugin (EnvSpec.runner_files)
     TRANSFORM_FAILED = "transform_failed"  # the codemod cannot apply (e.g. dependents we may not delete)
     DEPENDENTS_REMAIN = "dependents_remain"
     IMPORT_BROKEN = "import_broken"  # broken workspace does not import / collect

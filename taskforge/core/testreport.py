@@ -63,6 +63,8 @@ class TestReport:
     collection_errors: tuple[str, ...] = ()
     output_tail: str = ""
     flags: tuple[ReportFlag, ...] = field(default=())
+    # workspace files already imported when pytest was about to load conftests (the runner's ``preloaded``)
+    preloaded: tuple[str, ...] = ()
     # node id -> outcome, built on first use: ``outcome_of`` in a loop over a large run's tests was quadratic
     _index: dict[str, Outcome] | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -88,7 +90,7 @@ class TestReport:
             return self
         return TestReport(
             self.results + extra, self.exit_code, self.duration, self.timed_out,
-            self.collection_errors, self.output_tail, self.flags,
+            self.collection_errors, self.output_tail, self.flags, self.preloaded,
         )
 
     def nodeids(self, *outcomes: Outcome) -> frozenset[str]:
@@ -117,6 +119,7 @@ class TestReport:
             "collection_errors": list(self.collection_errors),
             "output_tail": self.output_tail,
             "flags": list(self.flags),
+            "preloaded": list(self.preloaded),
         }
 
     @classmethod
@@ -129,6 +132,7 @@ class TestReport:
             collection_errors=tuple(d.get("collection_errors", ())),
             output_tail=str(d.get("output_tail", "")),
             flags=tuple(ReportFlag(f) for f in d.get("flags", ())),
+            preloaded=tuple(d.get("preloaded", ())),
         )
 
     @classmethod

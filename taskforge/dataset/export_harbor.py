@@ -168,7 +168,7 @@ def grading_rules(task: Task, original: Path) -> tuple[ProtectedPaths, dict[str,
     plugins = plugin_modules(original, spec.src_roots)
     protected = ProtectedPaths(test_dirs=spec.test_paths, src_roots=spec.src_roots,
                                extra=frozenset(_patch_paths(task.test_patch) | {n.split("::")[0] for n in tests}
-                                               | plugins),
+                                               | plugins | set(spec.runner_files)),
                                exempt=frozenset(_patch_paths(task.patch)))
     ini = original_ini(original)
     with tempfile.TemporaryDirectory(prefix="taskforge-ini-") as tmp:

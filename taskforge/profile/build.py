@@ -3,7 +3,9 @@
 ``build_profile(source, settings, sandbox)`` resolves the source (a pinned checkout), detects and
 prepares its environment, runs the whole suite N times (the first run also records per-test line
 coverage), grades the original once through the reward path (``harness_check``: reliable tests that fail
-only there are dropped), and builds the static index. ``Profile.save(dir)`` / ``Profile.load(dir)`` use the versioned
+only there are dropped), and builds the static index. For a project pytest itself imports (the sandbox's
+``extra["runner_dependency"]``), the first run's ``preloaded`` record gives ``EnvSpec.runner_files``: the
+project's files pytest had imported before loading plugins and conftests (never deleted, always restored). ``Profile.save(dir)`` / ``Profile.load(dir)`` use the versioned
 on-disk format documented in ``datasets/PROFILE_FORMAT.md``.
 """
 
@@ -11,12 +13,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import json
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -203,6 +206,11 @@ def build_profile(source: str, settings: Settings, sandbox: Sandbox, *, rev: str
         index, timings["index"] = index_job.result() if index_job is not None else (None, 0.0)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+    if env.extra.get("runner_dependency"):
+        env = dataclasses.replace(env, spec=dataclasses.replace(env.spec, runner_files=runner_files(
+            reports[0].preloaded, env.spec)))
+        say(f"{snapshot.name} is imported by the test runner ({env.extra['runner_dependency']}): "
+            f"{len(env.spec.runner_files)} of its files load before any plugin; nothing in them is deleted")
     baseline = compute_baseline(reports, timing_reports=reports[1:] or reports)
     if index is not None and any(ReportFlag.FORGED_RECORDS in r.flags for r in reports):
         baseline = without_subtests(baseline, Path(snapshot.path), index.test_files)
@@ -220,6 +228,19 @@ def build_profile(source: str, settings: Settings, sandbox: Sandbox, *, rev: str
     timings["total"] = round(time.monotonic() - t0, 3)
     return Profile(snapshot=snapshot, env=env, baseline=baseline, coverage=coverage, index=index,
                    timings=timings, coverage_percent=percent)
+
+
+def runner_files(preloaded: Iterable[str], spec: EnvSpec) -> tuple[str, ...]:
+    """The project's own files among ``preloaded`` (workspace-relative): those under a package dir of
+    ``spec`` (every preloaded ``.py`` file when none is known); test files never are."""
+    roots = [d.strip("/") for d in spec.package_dirs if d.strip("/") not in ("", ".")]
+    out = []
+    for rel in preloaded:
+        if not rel.endswith(".py") or Path(rel).name == "conftest.py":
+            continue
+        if not roots or any(rel == r or rel.startswith(r + "/") for r in roots):
+            out.append(rel)
+    return tuple(sorted(out))
 
 
 def _timed(fn: Callable[..., Any], *args: Any) -> tuple[Any, float]:

@@ -6,7 +6,7 @@
 Grading (the reward contract in ``DESIGN.md``; workspace assembly in ``taskforge.reward.workspace``):
 a fresh workspace from the original tree + ``setup_patch``; the agent patch vetted and applied to
 non-test files only (``taskforge.reward.patch_guard``); every test and test-support file restored from the
-original, new ones deleted; the pytest configuration pinned (``-c`` clean ini, ``--rootdir``,
+original, new ones deleted, and so is every file the test runner imports itself (``EnvSpec.runner_files``); the pytest configuration pinned (``-c`` clean ini, ``--rootdir``,
 ``--confcutdir``; ``PYTEST_ADDOPTS``/``PYTEST_PLUGINS`` emptied); only FAIL_TO_PASS + PASS_TO_PASS
 run, by node id, together with secret canaries (``taskforge.reward.canaries``) and the grading plugin that
 checks the run's integrity. A test that did not report counts as failed; a timeout scores 0; a
@@ -216,7 +216,8 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path,
     test_files = {n.split("::")[0] for n in tests}
     plugins = plugin_modules(original, spec.src_roots)
     protected = ProtectedPaths(test_dirs=spec.test_paths, src_roots=spec.src_roots,
-                               extra=frozenset(_patch_paths(task.test_patch) | test_files | plugins),
+                               extra=frozenset(_patch_paths(task.test_patch) | test_files | plugins
+                                               | set(spec.runner_files)),  # files pytest imports itself
                                exempt=frozenset(_patch_paths(task.patch)))
     flags: list[RewardFlag] = []
     detail = ""

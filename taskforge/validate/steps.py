@@ -8,7 +8,8 @@ PASS_TO_PASS tests of the *modified* test files (test files the hiding edited bu
 Every run is killed after ``run_limit_s`` (k x the baseline's slowest suite run + margin,
 ``taskforge.validate.from_baseline``); collection errors the baseline already had are subtracted.
 
-1. ``delete``: the strategy's libcst transform; touched files must compile (no sandbox run). When the
+1. ``delete``: the strategy's libcst transform; touched files must compile and none may be one the test
+   runner imports itself (``EnvSpec.runner_files`` -> ``RUNNER_MODULE``) (no sandbox run). When the
    deleted names are gone (delete, module), the test files whose import uses them
    (``generators.import_time``) join the covering tests; if that is every test file -> ``IMPORT_BROKEN``.
 2. ``early``: covering + affected on the broken code with the tests intact (one small run).
@@ -213,6 +214,10 @@ class _Validation:
             deletion = strategy.delete(profile.index.entity(self.cand.entity), profile.index, repo)
         if isinstance(deletion, Rejected):
             return self.reject(deletion.reason, deletion.detail)
+        in_runner = sorted(set(deletion.files_after) & set(spec.runner_files))
+        if in_runner:  # a feature or a dependent reaching into a file pytest imports itself (EnvSpec.runner_files)
+            return self.reject(RejectReason.RUNNER_MODULE, f"the deletion edits {in_runner[:3]}, which the test "
+                               "runner imports before any plugin: they stay whole and every grading restores them")
         for path, text in deletion.files_after.items():
             if text is not None and path.endswith(".py"):
                 try:
