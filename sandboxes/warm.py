@@ -11,8 +11,9 @@ per run. Each child sets the run's environment, working directory and ``sys.path
 Guarantees kept from ``sandboxes.local``: wall-clock timeout with the child's whole process group
 killed (also after a normal exit: no stray grandchildren), a scrubbed environment per run, the same
 network isolation, nothing of the project imported before the run (the server never imports it: each
-run starts from the pristine server). Runs with coverage (profiling) and other backends go to the wrapped
-sandbox unchanged. Same threat model as ``sandboxes.local``: for trusted code.
+run starts from the pristine server). Runs with coverage (profiling), other backends and every run of a
+project pytest itself imports (``extra["runner_dependency"]``: the server imports pytest before any workspace
+exists, so it would hold no copy of iniconfig, or the wrong one) go to the wrapped sandbox unchanged. Same threat model as ``sandboxes.local``: for trusted code.
 """
 
 from __future__ import annotations
@@ -154,7 +155,8 @@ class WarmLocalSandbox:
             return server
 
     def run(self, env: PreparedEnv, workspace: Path, request: RunRequest) -> RunOutput:
-        if request.coverage or request.grading or env.backend != self.name:  # gradings: always confined
+        if request.coverage or request.grading or env.backend != self.name or env.extra.get("runner_dependency"):
+            # gradings: always confined; a project pytest imports: its workspace copy, so no pre-imported pytest
             return self.base.run(env, workspace, request)
         workspace = Path(workspace).resolve()
         try:
