@@ -80,3 +80,40 @@ def test_a_short_body_whose_lines_are_the_modules_idiom_is_no_copy() -> None:
                  b"        return self._validated(value)\n")
     fps = fingerprint({"proj.fields.UUID._deserialize": deleted}, [remaining])
     assert not [f for f in fps.fingerprints if f.kind == "line"]  # dropped: the remaining code has them
+
+
+def test_the_environment_index_gives_the_verdict_of_a_full_read(tmp_path: Path) -> None:
+    """``EnvironmentIndex``: the environment read once with every entity's fingerprints; each candidate's audit
+    then finds exactly what reading the environment again would (an installed copy, a copy in a wheel, the
+    byte code of the module; not the shared idioms of pygments), and a set it does not cover reads the tree."""
+    import py_compile
+    import zipfile
+
+    from taskforge.audit.audit import audit
+    from taskforge.audit.env_index import EnvironmentIndex
+
+    ws, env = _workspace(tmp_path), _env(tmp_path)
+    site = env / "lib/python3.11/site-packages"
+    other = ("def helper(items):\n    cleaned = [str(v).strip().lower() for v in items if v is not None]\n"
+             "    return sorted(set(cleaned), key=len)\n")
+    (site / "proj_vendored").mkdir()
+    (site / "proj_vendored" / "io.py").write_text("import os\n\n\n" + DELETED)
+    with zipfile.ZipFile(site / "proj-1.0-py3-none-any.whl", "w") as zf:
+        zf.writestr("proj/io.py", DELETED)
+    src = tmp_path / "proj_other.py"
+    src.write_text(other)
+    py_compile.compile(str(src), cfile=str(site / "proj_other.cpython-311.pyc"), doraise=True)
+    sources = {"proj.io.read_source": DELETED, "proj.other.helper": other}
+    index = EnvironmentIndex.build(env, sources)
+    for deleted in ({"proj.io.read_source": DELETED}, {"proj.other.helper": other}, sources):
+        fps = fingerprint(deleted, [(ws / "proj" / "io.py").read_bytes()])
+        assert index.covers(fps)
+        full = audit(None, fps, env_dir=env)
+        fast = audit(None, fps, env_dir=env, env_index=index)
+        assert sorted((h.path, h.evidence) for h in fast.hits) == sorted((h.path, h.evidence) for h in full.hits)
+        assert full.hits  # each has something to find: the verdicts agree on hits, not only on silence
+    assert {h.path for h in audit(None, fingerprint({"proj.other.helper": other}), env_dir=env,
+                                  env_index=index).hits} == {"lib/python3.11/site-packages/proj_other.cpython-311.pyc"}
+    unknown = fingerprint({"proj.io.read_source": DELETED.replace("expandtabs(4)", "expandtabs(8)")})
+    assert not index.covers(unknown)  # not searched for: the audit reads the environment as before
+    assert audit(None, unknown, env_dir=env, env_index=index).hits

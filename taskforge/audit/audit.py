@@ -39,7 +39,7 @@ from urllib.parse import unquote
 from taskforge.audit.fingerprints import FingerprintSet, fingerprint
 from taskforge.audit.git_objects import GitStoreUnreadable, iter_git_objects, pointer_hits
 from taskforge.audit.image_layers import SavedImage, base_layer_ids, cached_image_layers
-from taskforge.audit.leak_scan import Scanner
+from taskforge.audit.leak_scan import BlobHit, Scanner
 from taskforge.audit.scrub import TYPECHECKER_CACHES, is_artefact_dir, stub_declarations
 from taskforge.core.task import AuditResult, LeakHit
 
@@ -51,7 +51,8 @@ READ_THREADS = 8
 def audit_task_workspace(workspace: Path | str, deleted_sources: Mapping[str, str],
                          env_dir: Path | str | None = None, image: Any = None, *,
                          allowed_text: Iterable[str] = (), docker_client: Any = None,
-                         image_cache: Path | str | None = None, base_image: Any = None) -> AuditResult:
+                         image_cache: Path | str | None = None, base_image: Any = None,
+                         env_index: Any = None) -> AuditResult:
     """Fingerprint ``deleted_sources`` (qualname -> original source) against the workspace, then audit.
 
     ``allowed_text``: what the agent is given anyway (problem statement); fingerprints in it are
@@ -65,17 +66,18 @@ def audit_task_workspace(workspace: Path | str, deleted_sources: Mapping[str, st
     workspace = Path(workspace)
     fps = fingerprint(deleted_sources, _remaining_code(workspace), allowed_text)
     result = audit(workspace, fps, env_dir=env_dir, image=image, docker_client=docker_client,
-                   image_cache=image_cache, base_image=base_image)
+                   image_cache=image_cache, base_image=base_image, env_index=env_index)
     return AuditResult(result.channels, result.hits, result.fingerprints, time.perf_counter() - start)
 
 
 def audit(workspace: Path | None, fps: FingerprintSet, *, env_dir: Path | str | None = None,
           image: Any = None, docker_client: Any = None, git: bool = True,
-          image_cache: Path | str | None = None, base_image: Any = None) -> AuditResult:
+          image_cache: Path | str | None = None, base_image: Any = None, env_index: Any = None) -> AuditResult:
     """Search every channel given for ``fps``; ``AuditResult.passed`` is True when nothing was found.
 
     ``git=False`` skips the workspace's git store (only to measure channels apart: a task's audit
-    always includes it).
+    always includes it). ``env_index``: an ``env_index.EnvironmentIndex`` of ``env_dir``; its files are
+    then judged from the index (when it covers ``fps``) instead of being read again.
     """
     start = time.perf_counter()
     scanner = Scanner(fps)
@@ -89,7 +91,8 @@ def audit(workspace: Path | None, fps: FingerprintSet, *, env_dir: Path | str | 
             hits.extend(_git_hits(Path(workspace), scanner))
     if env_dir is not None:
         channels.append("environment")
-        hits.extend(_tree_hits("environment", Path(env_dir), scanner))
+        indexed = env_index.hits(scanner) if env_index is not None and env_index.covers(fps) else None
+        hits.extend(indexed if indexed is not None else _tree_hits("environment", Path(env_dir), scanner))
         hits.extend(_pointer_hits(Path(env_dir), workspace, scanner))
         hits.extend(_git_hits(Path(env_dir), scanner, "environment", pointers=False))  # VCS checkouts
     if image is not None:
@@ -144,7 +147,14 @@ def _walk(root: Path, *, skip_artefacts: bool = False) -> Iterator[Path]:
 
 def _tree_hits(channel: str, root: Path, scanner: Scanner) -> Iterator[LeakHit]:
     """Scan every file under ``root``; reads overlap on a few threads (the search releases the GIL)."""
-    def one(path: Path) -> list[LeakHit]:
+    for path, hit in scan_tree(root, scanner, strict=channel in _THIRD_PARTY):
+        yield LeakHit(channel, path, hit.evidence())
+
+
+def scan_tree(root: Path, scanner: Scanner, *, strict: bool, collect: bool = False) -> Iterator[tuple[str, BlobHit]]:
+    """``(path, hit)`` for every file under ``root`` (``path!member`` inside archives), as ``Scanner.scan``
+    finds them (``collect``: every blob holding any fingerprint)."""
+    def one(path: Path) -> list[tuple[str, BlobHit]]:
         try:
             if not scanner.wants(path.stat().st_size):
                 return []
@@ -156,8 +166,7 @@ def _tree_hits(channel: str, root: Path, scanner: Scanner) -> Iterator[LeakHit]:
         except OSError:
             return []
         rel = path.relative_to(root).as_posix()
-        return [LeakHit(channel, _join(rel, h.where), h.evidence())
-                for h in scanner.scan(data, path.name, strict=channel in _THIRD_PARTY)]
+        return [(_join(rel, h.where), h) for h in scanner.scan(data, path.name, strict=strict, collect=collect)]
 
     with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
         for hits in pool.map(one, _walk(root)):

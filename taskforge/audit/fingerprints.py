@@ -192,6 +192,15 @@ def _is_copy(found: list[Fingerprint], lines_of: Mapping[str, int]) -> bool:
     return any(n >= 2 and n >= COPY_FRACTION * lines_of[e] and chars[e] >= COPY_MIN_CHARS for e, n in hits.items())
 
 
+def candidates_of(sources: Mapping[str, str]) -> list[Fingerprint]:
+    """Every fingerprint the bodies of ``sources`` (qualified name -> source) could give, before any is dropped
+    as shared with remaining code: a superset of what ``fingerprint`` keeps for any subset of them."""
+    out: list[Fingerprint] = []
+    for qualname, source in sources.items():
+        out.extend(_candidates(qualname, source))
+    return _dedupe(out)
+
+
 def _dedupe(fps: list[Fingerprint]) -> list[Fingerprint]:
     seen: set[tuple[str, str]] = set()
     out = []

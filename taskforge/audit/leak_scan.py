@@ -121,13 +121,15 @@ class Scanner:
             return False
         return name.split(".", 1)[0] not in self._module_parts
 
-    def scan(self, data: bytes, name: str = "", depth: int = 0, strict: bool = False) -> list[BlobHit]:
+    def scan(self, data: bytes, name: str = "", depth: int = 0, strict: bool = False,
+             collect: bool = False) -> list[BlobHit]:
         """Every place in ``data`` (and archives inside it) where enough fingerprints occur
-        (``strict``: enough for a copy of the deleted code, module docstring)."""
+        (``strict``: enough for a copy of the deleted code, module docstring). ``collect``: every place
+        where any fingerprint occurs, each with all it holds (every view searched; ``EnvironmentIndex``)."""
         self.bytes_scanned += len(data)
         lower = name.lower()
         if depth < MAX_DEPTH:
-            inner = self._archive(data, lower, depth, strict)
+            inner = self._archive(data, lower, depth, strict, collect)
             if inner is not None:
                 return inner
         found: dict[Fingerprint, None] = {}
@@ -139,15 +141,19 @@ class Scanner:
             views: Iterator[bytes] = iter(())  # no fingerprint can be in any view of it
         else:
             views = self._views(data, lower)
-        enough = self._copy if strict else self._enough
+        enough = (lambda _m: False) if collect else self._copy if strict else self._enough
         for view in views:
             found.update(dict.fromkeys(self._matcher.find(view)))  # type: ignore[attr-defined]
             if enough(tuple(found)):
                 break
         matched = tuple(found)
-        if enough(matched):
+        if (collect and matched) or enough(matched):
             return [BlobHit("", matched, note)]
         return []
+
+    def copy_of(self, matched: tuple[Fingerprint, ...]) -> bool:
+        """The strict verdict on ``matched`` (fingerprints of this scanner's set found in one blob)."""
+        return self._copy(matched)
 
     def _copy(self, matched: tuple[Fingerprint, ...]) -> bool:
         """Strict: a copy of one deleted entity (most of its body, or its byte code), not shared idioms."""
@@ -207,7 +213,8 @@ class Scanner:
                     out.append(f)
         return out
 
-    def _archive(self, data: bytes, lower: str, depth: int, strict: bool = False) -> list[BlobHit] | None:
+    def _archive(self, data: bytes, lower: str, depth: int, strict: bool = False,
+                 collect: bool = False) -> list[BlobHit] | None:
         """Hits inside ``data`` when it is an archive or a compressed stream; None when it is neither."""
         if data[:4] == b"PK\x03\x04" or (lower.endswith(_ARCHIVE_SUFFIXES) and b"PK\x05\x06" in data[-65600:]):
             try:
@@ -215,7 +222,7 @@ class Scanner:
             except (zipfile.BadZipFile, OSError):
                 return None
             return self._members(((i.filename, i.file_size, lambda i=i: zf.read(i)) for i in zf.infolist()
-                                  if not i.is_dir()), depth, strict)
+                                  if not i.is_dir()), depth, strict, collect)
         opener = next((o for magic, o in _COMPRESSED if data.startswith(magic)), None)
         if opener is not None:
             try:
@@ -223,22 +230,23 @@ class Scanner:
                     unpacked = stream.read(MAX_UNPACKED)
             except (OSError, EOFError, lzma.LZMAError):
                 return None
-            return self.scan(unpacked, lower.rsplit(".", 1)[0], depth + 1, strict)
+            return self.scan(unpacked, lower.rsplit(".", 1)[0], depth + 1, strict, collect)
         if len(data) > 262 and data[257:262] == b"ustar":
             try:
                 tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:")
             except tarfile.TarError:
                 return None
             return self._members(((m.name, m.size, lambda m=m: _tar_read(tf, m)) for m in tf.getmembers()
-                                  if m.isfile()), depth, strict)
+                                  if m.isfile()), depth, strict, collect)
         return None
 
-    def _members(self, members, depth: int, strict: bool = False) -> list[BlobHit]:  # type: ignore[no-untyped-def]
+    def _members(self, members, depth: int, strict: bool = False,  # type: ignore[no-untyped-def]
+                 collect: bool = False) -> list[BlobHit]:
         hits = []
         for member, size, read in members:
             if not self.wants(size):
                 continue
-            for hit in self.scan(read(), member, depth + 1, strict):
+            for hit in self.scan(read(), member, depth + 1, strict, collect):
                 where = f"{member}!{hit.where}" if hit.where else member
                 hits.append(BlobHit(where, hit.matched, hit.note))
         return hits

@@ -73,7 +73,7 @@ from taskforge.reward.result import ZEROING_FLAGS, RewardFlag, RewardResult
 from taskforge.validate.from_baseline import new_collection_errors, run_limit_s
 from taskforge.validate.jobs import MODES, CandidateJob, CandidateResult, changed_lines, hideable
 from taskforge.validate.task_record import build_task, entity_source, make_instance_id
-from taskforge.validate.worker import FixedEnv, load_profile, prepared_env, sandbox_for
+from taskforge.validate.worker import FixedEnv, environment_index, load_profile, prepared_env, sandbox_for
 from taskforge.validate.workspace_files import remove_whole_files, write_files
 
 
@@ -488,11 +488,14 @@ class _Validation:
 
         deleted_sources = {q: entity_source(deletion, q, self.profile.index) for q in deletion.deleted}
         files = self.sandbox.environment_files(self.env)
+        # the environment is read once per worker for every entity of the repository, not once per candidate
+        index = environment_index(str(self.job.profile_dir), str(files.directory)) \
+            if files.directory is not None and not self.naive else None
         return audit_task_workspace(agent_ws, {k: v for k, v in deleted_sources.items() if v},
                                     env_dir=files.directory, image=files.image,
                                     allowed_text=(task.problem_statement,),
                                     image_cache=Path(self.settings.work_dir) / "audit-images",
-                                    base_image=files.base_image)
+                                    base_image=files.base_image, env_index=index)
 
 
 def _zeroing(res: RewardResult) -> bool:

@@ -46,6 +46,27 @@ def prepared_env(profile_dir: str, sandbox: Any) -> Any:
     return sandbox.prepare(profile.spec, profile.repo_dir)
 
 
+@functools.lru_cache(maxsize=2)
+def environment_index(profile_dir: str, env_dir: str) -> Any:
+    """The leak audit's reading of the environment at ``env_dir`` for every entity of the profile's repository
+    (``taskforge.audit.env_index``), built once per worker on the first audit."""
+    from taskforge.audit.env_index import EnvironmentIndex
+
+    profile = load_profile(profile_dir)
+    sources: dict[str, str] = {}
+    lines_of: dict[str, list[str]] = {}
+    for e in profile.entities:
+        if e.file not in lines_of:
+            try:
+                lines_of[e.file] = (profile.repo_dir / e.file).read_text(encoding="utf-8").splitlines(keepends=True)
+            except (OSError, UnicodeDecodeError):
+                lines_of[e.file] = []
+        text = "".join(lines_of[e.file][e.start_line - 1:e.end_line])
+        if text:
+            sources[e.qualname] = text
+    return EnvironmentIndex.build(Path(env_dir), sources)
+
+
 class FixedEnv:
     """An ``EnvCache`` for ``taskforge.reward.reward``: always this already prepared environment (no lookups)."""
 
