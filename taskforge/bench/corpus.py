@@ -168,7 +168,7 @@ def run_package(pkg: Mapping[str, Any], out: Path, *, budget_cpu_min: float, wal
                    status=status, rc=run.rc, cpu_s=run.cpu_s, written=written, validate=validate,
                    size=str(pkg.get("size", "small")), budget_cpu_min=budget_cpu_min,
                    plain_passed=plain.get(canonical(name)), leftovers=run.leftovers,
-                   validate_cpu_min=round(validate_cpu_s / 60, 2))
+                   validate_cpu_min=round(validate_cpu_s / 60, 2), commit=_commit())
 
 
 def result_path(out: Path, name: str) -> Path:

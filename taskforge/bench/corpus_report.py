@@ -79,6 +79,7 @@ class PackageResult:
     leftovers: int = 0  # processes that outlived the run and were killed by the bench
     baseline_grading_failed: int | None = None  # passed every baseline run, failed graded (profile.harness_check)
     grading_check: str = ""  # the profile's grading-check line
+    commit: str = ""  # the taskforge commit this package ran on (a resumed benchmark may span several)
 
     @property
     def pass_match(self) -> bool:
@@ -300,7 +301,8 @@ def render_markdown(results: Sequence[PackageResult], meta: Mapping[str, Any]) -
     for r in results:
         s = r.tasks_by_strategy
         tf = f"{_n(r.baseline_passed)}/{_n(r.plain_passed)}" + (" ✓" + _match_note(r) if r.pass_match else "")
-        row = (f"{r.name} {r.version}", r.size, r.status, tf, _n(r.candidates), str(r.decided), str(r.accepted),
+        at = f" (@{r.commit})" if r.commit and r.commit != meta.get("commit") else ""
+        row = (f"{r.name} {r.version}{at}", r.size, r.status, tf, _n(r.candidates), str(r.decided), str(r.accepted),
                f"{s.get('stub', 0)}/{s.get('delete', 0)}/{s.get('module', 0)}",
                f"{r.validated_distinct} ({r.accepted_distinct})", _n(r.holds) + (f"/{r.tasks_written}" if r.holds is not None else ""),
                f"{r.cpu_min:.1f}", _n(r.first_decision_s), _n(r.gap_after_first_s), _n(r.suite_eq_per_task),
