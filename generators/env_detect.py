@@ -4,7 +4,9 @@ Read, in order of trust: ``pyproject.toml`` (``[project]``, optional-dependencie
 ``[tool.pytest...]``), ``setup.cfg``, ``setup.py`` (text only, never executed), ``pytest.ini`` /
 ``tox.ini``, ONE requirement set for the running Python (``generators/requirement_sets.py``), and finally the imports of the test
 files themselves: a test dependency that the sdist forgot to declare (``hypothesis``, ``freezegun``, a
-pytest plugin) is found there and added, or reported in the notes when it cannot be mapped.
+pytest plugin) is found there and added, or reported in the notes when it cannot be mapped. An extra is
+also installed when the tests import its modules, or when the package's own code imports them without
+declaring them (jsonschema's ``format``: ``generators/optional_imports.py``).
 """
 
 from __future__ import annotations
@@ -21,12 +23,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from generators.optional_imports import dist_keys, pick_extras, scan_package_imports
 from generators.requirement_sets import choose_requirement_set, requirement_files
 from taskforge.core.environment import EnvSpec, normalise_name
 
 TEST_EXTRAS = ("test", "tests", "testing")
 DEV_EXTRAS = ("dev", "develop", "development")
 _NO_TEST_EXTRAS = frozenset({"docs", "doc", "lint", "typing", "mypy", "build", "release", "all"})
+# extras that swap the project's own Python code for a compiled one (semver 3.1.2's `native` Rust parser, which
+# `Version.parse` tries before its regex): installed, they take the suite away from the code tasks are made of
+_ACCELERATOR_EXTRAS = frozenset({"native", "speedups", "speedup", "speed", "fast", "accel", "accelerate",
+                                 "accelerated", "c", "cext", "cython", "rust", "compiled", "binary", "performance"})
 _SKIP_DIRS = {"tests", "test", "testing", "docs", "doc", "examples", "example", "benchmarks", "bench",
               "scripts", "tools", "build", "dist", "site-packages", "typing-examples", "changelog.d"}
 _SKIP_MODULES = {"setup", "conftest", "noxfile", "fabfile", "tasks", "manage", "runtests", "conf"}
@@ -125,6 +132,18 @@ def detect_env(repo: Path, *, python: str = "3.11", name_hint: str = "") -> EnvS
         chosen = [*chosen, *by_import]
         install_target = f".[{','.join(chosen)}]"
         notes.append(f"install_target: {install_target!r} (extras {by_import} hold modules the tests import)")
+    runtime = {normalise_name(m) for m in _runtime_imports(pyproject, setup_cfg)} | {normalise_name(name)}
+    by_code = _extras_for_optional_imports(repo, package_dirs, own, extras_available, chosen, requirements,
+                                           runtime) if installable else []
+    if by_code:
+        # jsonschema 4.26.0's `format` extra: _format.py imports fqdn, idna... under suppress(ImportError), and
+        # ~425 format tests skip without them (plain 7762, ours 7390). The extras go last in the target: the
+        # install plan drops them from the end, one by one, when the install fails (sandboxes/install_plan.py)
+        chosen = [*chosen, *(e for e, _ in by_code)]
+        install_target = f".[{','.join(chosen)}]"
+        notes.append(f"install_target: {install_target!r} (extras {[e for e, _ in by_code]} provide modules the "
+                     "package's code imports but does not declare, guarded by ImportError, in a function or at "
+                     "the top of a module: " + "; ".join(f"{e}: {', '.join(mods)}" for e, mods in by_code) + ")")
     declared = {_req_name(r) for r in requirements} | {_req_name(r) for e in chosen
                                                          for r in extras_available.get(e, ())}
     local = _local_modules(repo, test_paths)
@@ -161,6 +180,22 @@ def detect_env(repo: Path, *, python: str = "3.11", name_hint: str = "") -> EnvS
         requirements=tuple(dict.fromkeys(requirements)), src_roots=src_roots, package_dirs=package_dirs,
         test_paths=test_paths, pytest_args=pytest_args, notes=tuple(notes), doctest_paths=doctest_paths,
     )
+
+
+def _extras_for_optional_imports(repo: Path, package_dirs: tuple[str, ...], own: set[str],
+                                 extras: dict[str, list[str]], chosen: list[str], requirements: list[str],
+                                 provided: set[str]) -> list[tuple[str, list[str]]]:
+    """Up to 3 extras whose undeclared requirements provide modules the package's own code imports
+    (``generators/optional_imports.py``: guarded, lazily or at the top of a module), with those modules
+    and how they are imported. Not docs/lint/..., not a dev extra (a bundle of tooling), not an accelerator."""
+    found = scan_package_imports(repo, package_dirs)
+    declared = provided | {_req_name(r) for r in requirements} | {_req_name(r) for e in chosen for r in extras[e]}
+    keys = {mod: {*dist_keys(mod), normalise_name(KNOWN_TEST_IMPORTS.get(mod, mod))} for mod in found.kinds
+            if mod not in own and mod not in sys.stdlib_module_names}
+    wanted = {key: mod for mod, ks in keys.items() if not ks & declared for key in ks}
+    new_dists = {e: {_req_name(r) for r in reqs} - declared for e, reqs in extras.items()
+                 if e not in chosen and e not in {*_NO_TEST_EXTRAS, *DEV_EXTRAS, *_ACCELERATOR_EXTRAS}}
+    return [(e, [f"{m} ({found.kinds[m]})" for m in mods]) for e, mods in pick_extras(new_dists, wanted, cap=3)]
 
 
 # --- project metadata ------------------------------------------------------------------------------

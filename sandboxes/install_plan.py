@@ -7,7 +7,12 @@ stopping there, each sandbox tries, in order, until one installs:
 1. ``pinned``: the detected requirements as declared + the install target (``.[tests]``);
 2. ``unpinned``: the same names without version pins (extras and markers kept) + the install target;
 3. ``extras``: the install target alone (its test extras bring their own dependencies);
-4. ``plain``: the project without extras, and just the test tooling.
+4. ``extras-N``: the unpinned requirements + the target with only its first N extras, N going down from
+   one less than it names to 1: ``env_detect`` lists the test extras first and the optional ones it
+   adds (an extra the tests import, an extra backing an optional feature of the package, such as
+   networkx's ``extra`` with pygraphviz, which needs graphviz headers to build) after them, so an extra
+   that cannot be installed is dropped before the test extras are;
+5. ``plain``: the project without extras, and just the test tooling.
 
 A step identical to an earlier one is skipped. Every failure is kept (``InstallAttempt``) and reported in
 the environment's notes and build log, so the user sees which set was installed and why the others were
@@ -55,11 +60,15 @@ def unpin(requirement: str) -> str:
 def install_steps(spec: EnvSpec, tooling: tuple[str, ...]) -> list[InstallStep]:
     """The steps for ``spec`` in order (see the module docstring); ``tooling`` is added to every one."""
     target = spec.install_target
-    plain = target.partition("[")[0] if target else ""
+    plain, _, extras = target.partition("[")
+    names = [e.strip() for e in extras.rstrip("]").split(",") if e.strip()]
+    unpinned = tuple(dict.fromkeys((*(unpin(r) for r in spec.requirements), *tooling)))
     steps = [
         InstallStep("pinned", (*spec.requirements, *tooling), target),
-        InstallStep("unpinned", tuple(dict.fromkeys((*(unpin(r) for r in spec.requirements), *tooling))), target),
+        InstallStep("unpinned", unpinned, target),
         InstallStep("extras", tooling, target),
+        *(InstallStep(f"extras-{n}", unpinned, f"{plain}[{','.join(names[:n])}]")
+          for n in range(len(names) - 1, 0, -1)),
         InstallStep("plain", tooling, plain),
     ]
     out: list[InstallStep] = []

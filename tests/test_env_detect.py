@@ -315,3 +315,88 @@ def test_a_declared_alternative_provider_of_a_fixture_is_enough(tmp_path: Path) 
     assert not any(r.startswith("pytest-benchmark") for r in spec.requirements), spec.requirements
     write(tmp_path / "bare", tests)
     assert "pytest-benchmark" in detect_env(tmp_path / "bare").requirements
+
+
+_OPTIONAL_PYPROJECT = """
+    [build-system]
+    requires = ["setuptools"]
+    build-backend = "setuptools.build_meta"
+    [project]
+    name = "fmt"
+    version = "1"
+    dependencies = ["attrs"]
+    [project.optional-dependencies]
+    tests = ["pytest"]
+    format = ["rfc3339-validator", "webcolors>=1.11", "PyYAML"]
+    format-nongpl = ["rfc3339-validator", "webcolors>=1.11", "rfc3986-validator"]
+    plot = ["matplotlib"]
+    docs = ["sphinx"]
+    native = ["fmt-rs-backend"]
+    attrs = ["attrs>=23"]
+    fast = ["orjson"]
+    """
+
+
+def test_an_extra_backing_an_optional_import_of_the_package_is_installed(tmp_path: Path) -> None:
+    """jsonschema 4.26.0: `_format.py` imports the `format` extra's modules under suppress(ImportError) or
+    try/except ImportError (rfc3986_validator, of `format-nongpl`, only as the fallback of rfc3987), and
+    ~425 format tests skip without them; lazily imported matplotlib backs `plot`."""
+    write(tmp_path, {
+        "pyproject.toml": _OPTIONAL_PYPROJECT,
+        "fmt/__init__.py": "import attrs\n",
+        "fmt/_format.py": (
+            "from contextlib import suppress\nimport contextlib\n\n"
+            "try:\n    import rfc3339_validator\nexcept ImportError:\n    from rfc3986_validator import validate\n"
+            "with contextlib.suppress(ModuleNotFoundError):\n    import webcolors\n"
+            "with suppress(ImportError):\n    import yaml.loader\n"
+        ),
+        "fmt/plot.py": "def draw():\n    import matplotlib.pyplot as plt\n    return plt\n",
+        "tests/test_f.py": "import fmt\n\ndef test_f():\n    pass\n",
+    })
+    spec = detect_env(tmp_path)
+    assert spec.install_target == ".[tests,format,plot]"
+    note = next(n for n in spec.notes if "does not declare" in n)
+    assert "format: rfc3339_validator (guarded), webcolors (guarded), yaml (guarded)" in note
+    assert "plot: matplotlib (lazy)" in note
+
+
+def test_extras_nobody_imports_or_never_test_extras_are_not_installed(tmp_path: Path) -> None:
+    """docs (an excluded extra) is imported lazily, native (an accelerator: semver 3.1.2's Rust parser, tried
+    before its own regex) under try/except ImportError, attrs only adds a declared dependency, fast's orjson
+    and plot's matplotlib are imported by nobody, and format's modules only under ``if TYPE_CHECKING:`` or
+    as the fallback of an ImportError handler."""
+    write(tmp_path, {
+        "pyproject.toml": _OPTIONAL_PYPROJECT,
+        "fmt/__init__.py": (
+            "from typing import TYPE_CHECKING\nimport attrs\nif TYPE_CHECKING:\n    import webcolors\n"
+            "try:\n    from fmt_rs_backend import parse\nexcept ImportError:\n    parse = None\n"
+            "try:\n    import json\nexcept ImportError:\n    import yaml\n"
+        ),
+        "fmt/docs.py": "def build():\n    import sphinx\n",
+        "fmt/tests/test_in_package.py": "import matplotlib\n",
+        "tests/test_f.py": "import fmt\n\ndef test_f():\n    pass\n",
+    })
+    spec = detect_env(tmp_path)
+    assert spec.install_target == ".[tests]"
+    assert not any("does not declare" in n for n in spec.notes)
+
+
+@pytest.mark.realrepo
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "version", "target"), [
+    ("jsonschema", "4.26.0", ".[format]"),  # plain `pip install -e .[format]` passes 7762 tests, `.` 7390
+    ("semver", "3.1.2", "."),  # `native` (a Rust parser Version.parse tries first) is an accelerator
+])
+def test_extras_of_optional_imports_on_real_sdists(tmp_path: Path, name: str, version: str, target: str) -> None:
+    import subprocess
+    import sys
+    import tarfile
+
+    dl = tmp_path / "dl"
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", ":all:", "--no-deps",
+                           "-d", str(dl), f"{name}=={version}"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    with tarfile.open(next(dl.glob(f"{name}-{version}.tar.gz"))) as tar:
+        tar.extractall(tmp_path, filter="data")
+    spec = detect_env(tmp_path / f"{name}-{version}", python="3.11")
+    assert spec.install_target == target, spec.notes

@@ -31,6 +31,20 @@ def test_steps_go_from_pinned_to_plain_without_repeats() -> None:
     assert [s.label for s in install_steps(bare, TOOLING)] == ["pinned", "extras"]  # unpinned == pinned
 
 
+def test_optional_extras_are_dropped_from_the_end_before_the_test_extras() -> None:
+    """env_detect lists the test extras first and the optional ones it adds after them: networkx's
+    ``.[test,default,extra]`` holds pygraphviz, which does not build without graphviz's headers; that
+    must not cost numpy/scipy (``default``) and the test extra too."""
+    spec = EnvSpec(project_name="p", python="3.11", install_target=".[test,default,extra]",
+                   requirements=("attrs==24.3.0",))
+    steps = install_steps(spec, TOOLING)
+    assert [(s.label, s.install_target) for s in steps] == [
+        ("pinned", ".[test,default,extra]"), ("unpinned", ".[test,default,extra]"),
+        ("extras", ".[test,default,extra]"), ("extras-2", ".[test,default]"), ("extras-1", ".[test]"),
+        ("plain", ".")]
+    assert steps[3].requirements == steps[1].requirements == ("attrs", *TOOLING)
+
+
 def test_notes_name_every_failed_step_and_the_one_used() -> None:
     spec = EnvSpec(project_name="p", python="3.11", install_target=".", requirements=("x==1",))
     pinned, unpinned, extras = install_steps(spec, TOOLING)
