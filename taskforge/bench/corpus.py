@@ -135,6 +135,7 @@ def run_package(pkg: Mapping[str, Any], out: Path, *, budget_cpu_min: float, wal
                 say: Callable[[str], None] = print) -> PackageResult:
     """Run generate (+ validate) for one package and return its result; never raises for the package."""
     name, version = str(pkg["name"]), str(pkg["version"])
+    commit = _commit()  # before the run: the code it starts with
     pdir, work = out / "packages" / canonical(name), out / "work"
     dataset = pdir / "dataset"
     shutil.rmtree(pdir, ignore_errors=True)  # a package that is run starts clean (see the module docstring)
@@ -168,7 +169,7 @@ def run_package(pkg: Mapping[str, Any], out: Path, *, budget_cpu_min: float, wal
                    status=status, rc=run.rc, cpu_s=run.cpu_s, written=written, validate=validate,
                    size=str(pkg.get("size", "small")), budget_cpu_min=budget_cpu_min,
                    plain_passed=plain.get(canonical(name)), leftovers=run.leftovers,
-                   validate_cpu_min=round(validate_cpu_s / 60, 2), commit=_commit())
+                   validate_cpu_min=round(validate_cpu_s / 60, 2), commit=commit)
 
 
 def result_path(out: Path, name: str) -> Path:
