@@ -174,3 +174,28 @@ def test_runner_files_are_the_projects_own_preloaded_sources() -> None:
     assert runner_files(preloaded, spec) == ("src/iniconfig/__init__.py", "src/iniconfig/_parse.py")
     assert spec.key == EnvSpec("iniconfig", "3.11", ".", src_roots=("src",), package_dirs=("src/iniconfig",),
                                test_paths=("testing",), runner_files=("x.py",)).key  # not part of the key
+
+
+def test_a_test_functions_coverage_context_stands_for_its_instances(tmp_path) -> None:
+    """A large parametrized suite's coverage contexts are test functions (the runner groups them); the map
+    answers with the instances, and keeps them across a save and a load."""
+    from taskforge.core.entities import Entity, EntityKind
+    from taskforge.profile.coverage_map import CoverageMap
+
+    nodeids = ["t.py::test_f[1]", "t.py::test_f[2]", "t.py::test_g", "t.py::TestC::test_h[x]"]
+    contexts = {"pkg/m.py": {3: ["t.py::test_f", ""], 4: ["t.py::test_g"], 9: ["t.py::TestC::test_h"]}}
+    cov = CoverageMap.from_contexts(contexts, nodeids=nodeids)
+    assert cov.tests_for_lines("pkg/m.py", 1, 3) == {"t.py::test_f[1]", "t.py::test_f[2]"}
+    assert cov.tests_for_lines("pkg/m.py", 1, 9, among={"t.py::test_f[2]", "t.py::TestC::test_h[x]"}) == \
+        {"t.py::test_f[2]", "t.py::TestC::test_h[x]"}
+    assert cov.tests == frozenset(nodeids) and cov.outside == {"pkg/m.py": frozenset({3})}
+    path = tmp_path / "coverage.json"
+    cov.save(path)
+    again = CoverageMap.load(path)
+    assert again == cov and again.tests_for_lines("pkg/m.py", 3, 3) == {"t.py::test_f[1]", "t.py::test_f[2]"}
+    narrowed = cov.restricted_to({"t.py::test_f[1]", "t.py::test_g"})
+    assert narrowed.tests == {"t.py::test_f[1]", "t.py::test_g"}
+    e = Entity("pkg.m.f", EntityKind.FUNCTION, "pkg/m.py", 2, 3, body_start=3, body_end=3)
+    assert cov.tests_for_entity(e) == {"t.py::test_f[1]", "t.py::test_f[2]"}
+    plain = CoverageMap.from_contexts({"pkg/m.py": {3: ["t.py::test_g"]}}, nodeids=nodeids)
+    assert plain.instances == {} and plain.tests == {"t.py::test_g"}

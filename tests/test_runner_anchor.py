@@ -115,3 +115,31 @@ def test_the_runner_reports_the_workspace_files_imported_before_conftests(tmp_pa
     report = read_ledger((scratch / "records.jsonl").read_bytes(), exit_code=done.returncode, elapsed=0.0)
     assert report.preloaded == ("_plug.py", "pkg/__init__.py", "pkg/early.py"), done.stdout[-2000:]
     assert [r.outcome.value for r in report.results] == ["passed"] and not report.flags
+
+
+def test_coverage_contexts_are_test_functions_in_a_large_parametrized_suite(tmp_path: Path) -> None:
+    """5,000+ tests at 4+ instances per function: one coverage context per test function (packaging's 64,204
+    tests wrote 572 MB of per-instance contexts); a small suite keeps one per test."""
+    from sandboxes.runner.pytest_runner import GROUP_MIN_RATIO, GROUP_MIN_TESTS
+
+    def run(n: int) -> dict:
+        ws = tmp_path / f"ws{n}"
+        (ws / "tests").mkdir(parents=True)
+        (ws / "pkg.py").write_text("def double(x):\n    return 2 * x\n\n\ndef other():\n    return 1\n")
+        (ws / "tests" / "test_a.py").write_text(
+            f"import pytest\nimport pkg\n\n\n@pytest.mark.parametrize('i', range({n}))\n"
+            "def test_double(i):\n    assert pkg.double(i) == i + i\n\n\ndef test_other():\n    assert pkg.other() == 1\n")
+        scratch = tmp_path / f"scratch{n}"
+        scratch.mkdir()
+        request = {"args": ["tests"], "channel_path": str(scratch / "records.jsonl"), "src_roots": [str(ws)],
+                   "coverage": True, "coverage_source": [str(ws / "pkg.py")], "coverage_json": str(scratch / "c.json")}
+        (scratch / "request.json").write_text(json.dumps(request))
+        subprocess.run([sys.executable, str(RUNNER), str(scratch / "request.json")], cwd=ws, capture_output=True,
+                       timeout=600, check=False)
+        return json.loads((scratch / "c.json").read_text())["pkg.py"]
+
+    assert GROUP_MIN_TESTS <= 5000 and GROUP_MIN_RATIO <= 4000
+    big = run(5000)
+    assert big["2"] == ["tests/test_a.py::test_double"] and big["6"] == ["tests/test_a.py::test_other"]
+    small = run(3)
+    assert small["2"] == [f"tests/test_a.py::test_double[{i}]" for i in range(3)]

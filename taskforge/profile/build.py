@@ -221,7 +221,7 @@ def build_profile(source: str, settings: Settings, sandbox: Sandbox, *, rev: str
         lap("grading_check", g0)
         if baseline.grading_check is not None and baseline.grading_check.status != "passed":
             say(baseline.grading_check.line)
-    coverage = CoverageMap.from_contexts(contexts or {})
+    coverage = CoverageMap.from_contexts(contexts or {}, nodeids=(r.nodeid for r in reports[0].results))
     entities = tuple(index.entities) if index is not None else ()
     stmts = statement_lines(Path(snapshot.path), sorted({e.file for e in entities}))
     percent = coverage_percent(coverage, entities, stmts)

@@ -10,6 +10,12 @@ them by index::
 ``outside`` holds the lines executed outside every test (the runner's empty context: collection, the
 imports of test modules and of the package, session hooks). A function whose body ran there runs when
 the tests are collected, so a stub of it breaks collection; maps written before it have no ``outside``.
+
+In a large, heavily parametrized suite the runner names a context by the test *function*, not by each
+instance (``pytest_runner.ReportPlugin``: packaging's 64,204 tests are 1,190 functions). Such a context is
+not a node id of the run; ``from_contexts(..., nodeids=...)`` records its instances (``instances``, on disk
+``{"instances": {"<index into tests>": [node ids]}}``) and every query answers with the instances: a
+function's instances count as covering a line when any of them ran it (more tests to run, never fewer).
 """
 
 from __future__ import annotations
@@ -33,10 +39,13 @@ class CoverageMap:
 
     lines: Mapping[str, Mapping[int, frozenset[str]]] = field(default_factory=dict)
     outside: Mapping[str, frozenset[int]] = field(default_factory=dict)  # lines run outside every test
+    instances: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # a function's context -> node ids
 
     @classmethod
-    def from_contexts(cls, contexts: Mapping[str, Mapping[int, Iterable[str]]]) -> CoverageMap:
-        """From the runner's ``{file: {line: [contexts]}}``; the empty context goes to ``outside``."""
+    def from_contexts(cls, contexts: Mapping[str, Mapping[int, Iterable[str]]],
+                      nodeids: Iterable[str] = ()) -> CoverageMap:
+        """From the runner's ``{file: {line: [contexts]}}``; the empty context goes to ``outside``.
+        ``nodeids``: the tests of the run, to map a test function's context to its instances."""
         lines: dict[str, dict[int, frozenset[str]]] = {}
         outside: dict[str, frozenset[int]] = {}
         for f, per in contexts.items():
@@ -48,7 +57,7 @@ class CoverageMap:
             out = frozenset(ln for ln, ids in by_line.items() if "" in ids)
             if out:
                 outside[name] = out
-        return cls(lines, outside)
+        return cls(lines, outside, _instances(lines, nodeids))
 
     def ran_outside_tests(self, entity: Entity) -> bool:
         """Whether a line of ``entity``'s body ran outside every test (module docstring)."""
@@ -57,7 +66,18 @@ class CoverageMap:
 
     @property
     def tests(self) -> frozenset[str]:
-        return frozenset(t for per in self.lines.values() for ids in per.values() for t in ids)
+        return self._expand(self._contexts())
+
+    def _contexts(self) -> set[str]:
+        return {t for per in self.lines.values() for ids in per.values() for t in ids}
+
+    def _expand(self, contexts: Iterable[str]) -> frozenset[str]:
+        if not self.instances:
+            return frozenset(contexts)
+        out: set[str] = set()
+        for c in contexts:
+            out.update(self.instances.get(c, (c,)))
+        return frozenset(out)
 
     def tests_for_lines(self, file: str, start: int, end: int,
                         among: Iterable[str] | None = None) -> frozenset[str]:
@@ -67,7 +87,8 @@ class CoverageMap:
         for ln, ids in per.items():
             if start <= ln <= end:
                 found |= ids
-        return frozenset(found) if among is None else frozenset(found) & frozenset(among)
+        tests = self._expand(found)
+        return tests if among is None else tests & frozenset(among)
 
     def tests_for_entity(self, entity: Entity, among: Iterable[str] | None = None) -> frozenset[str]:
         """Tests that executed the entity's *body* (not just its ``def`` line)."""
@@ -79,21 +100,25 @@ class CoverageMap:
     def restricted_to(self, tests: Iterable[str]) -> CoverageMap:
         """The same map with only ``tests`` (e.g. the reliable ones); lines nobody else ran drop out."""
         keep = frozenset(tests)
+        instances = {c: kept for c, ids in self.instances.items() if (kept := tuple(i for i in ids if i in keep))}
+        keep_contexts = keep | frozenset(instances)
         out: dict[str, dict[int, frozenset[str]]] = {}
         for f, per in self.lines.items():
-            lines = {ln: ids & keep for ln, ids in per.items() if ids & keep}
+            lines = {ln: ids & keep_contexts for ln, ids in per.items() if ids & keep_contexts}
             if lines:
                 out[f] = lines
-        return CoverageMap(out, self.outside)
+        return CoverageMap(out, self.outside, instances)
 
     def to_dict(self) -> dict[str, Any]:
-        tests = sorted(self.tests)
+        tests = sorted(self._contexts())
         index = {t: i for i, t in enumerate(tests)}
         return {
             "schema_version": SCHEMA_VERSION, "tests": tests,
             "files": {f: {str(ln): sorted(index[t] for t in ids) for ln, ids in sorted(per.items())}
                       for f, per in sorted(self.lines.items())},
             **({"outside": {f: sorted(v) for f, v in sorted(self.outside.items())}} if self.outside else {}),
+            **({"instances": {str(index[c]): list(ids) for c, ids in sorted(self.instances.items()) if c in index}}
+               if self.instances else {}),
         }
 
     @classmethod
@@ -104,7 +129,8 @@ class CoverageMap:
         tests = list(d.get("tests", ()))
         return cls({f: {int(ln): frozenset(tests[i] for i in ids) for ln, ids in per.items()}
                     for f, per in d.get("files", {}).items()},
-                   {f: frozenset(int(x) for x in v) for f, v in d.get("outside", {}).items()})
+                   {f: frozenset(int(x) for x in v) for f, v in d.get("outside", {}).items()},
+                   {tests[int(i)]: tuple(ids) for i, ids in d.get("instances", {}).items()})
 
     def save(self, path: Path) -> None:
         write_atomic(path, json.dumps(self.to_dict(), separators=(",", ":")))
@@ -112,6 +138,21 @@ class CoverageMap:
     @classmethod
     def load(cls, path: Path) -> CoverageMap:
         return cls.from_dict(json.loads(Path(path).read_text()))
+
+
+def _instances(lines: Mapping[str, Mapping[int, frozenset[str]]], nodeids: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """Context -> node ids, for the contexts that are a test function's (not a node id of ``nodeids``)."""
+    ids = set(nodeids)
+    contexts = {c for per in lines.values() for cs in per.values() for c in cs} - ids
+    if not contexts or not ids:
+        return {}
+    by_function: dict[str, list[str]] = {}
+    for n in ids:
+        head, sep, tail = n.rpartition("::")
+        base = head + sep + tail.split("[", 1)[0]
+        if base != n and base in contexts:
+            by_function.setdefault(base, []).append(n)
+    return {c: tuple(sorted(v)) for c, v in by_function.items()}
 
 
 def covered_entities(entities: Iterable[Entity], coverage: CoverageMap,
