@@ -281,3 +281,15 @@ def test_task_key_counts_twins_once_and_bigger_tasks_apart() -> None:
     assert task_key({"key": ["m.f"], "entities": ["x"]}) == ("m.f",)  # a written record's key wins
     row = {"entities": ["m.f", "m.g"], "provenance": json.dumps(bigger["provenance"])}  # a journal's task row
     assert task_key(row) == ("m.f", "m.g")
+
+
+def test_more_passes_than_plain_pytest_within_its_skips_count_as_at_least() -> None:
+    """tabulate: 311 passes against plain's 303, which skipped 16 tests for optional dependencies its venv
+    lacked: not equal, but at least plain's; more than its skips could explain is neither."""
+    from taskforge.bench.corpus_report import PackageResult
+
+    r = PackageResult("tabulate", "0.10.0", status="ok", plain_passed=303, baseline_passed=311, plain_skipped=16)
+    assert not r.pass_match and r.pass_at_least and r.to_dict()["pass_at_least"]
+    assert not PackageResult("x", "1", plain_passed=303, baseline_passed=330, plain_skipped=16).pass_at_least
+    assert not PackageResult("x", "1", plain_passed=303, baseline_passed=300, plain_skipped=16).pass_at_least
+    assert PackageResult("x", "1", plain_passed=303, baseline_passed=303, plain_skipped=0).pass_at_least

@@ -18,6 +18,7 @@ A failure (bad name, build error, crash, cap) is that package's status; it never
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -90,6 +91,15 @@ def load_plain(path: Path) -> dict[str, int]:
     except (OSError, ValueError):
         return {}
     return {canonical(k): int(v.get("reference_passed", v.get("passed", 0))) for k, v in data.items()}
+
+
+def load_plain_skipped(path: Path) -> dict[str, int]:
+    """Plain pytest's skipped count per canonical package name; {} without the file."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {canonical(k): int(v.get("skipped", 0)) for k, v in data.items()}
 
 
 def _env() -> dict[str, str]:
@@ -193,7 +203,8 @@ def run_corpus(packages: Sequence[Mapping[str, Any]], out: Path, *, budget_cpu_m
                validate_cpu_min: float, plain: Mapping[str, int], resume: bool, json_out: Path, md_out: Path,
                meta: Mapping[str, Any], generate_args: Sequence[str] = (), stop_at: float | None = None,
                say: Callable[[str], None] = print,
-               runner: Callable[..., PackageResult] | None = None) -> list[PackageResult]:
+               runner: Callable[..., PackageResult] | None = None,
+               plain_skipped: Mapping[str, int] | None = None) -> list[PackageResult]:
     """Every package in order; the reports are rewritten after each one. ``stop_at`` (epoch seconds):
     start no package after it (the packages not run are left out of the reports). ``runner``: what runs
     one package (default ``run_package``; tests pass a stand-in)."""
@@ -211,6 +222,8 @@ def run_corpus(packages: Sequence[Mapping[str, Any]], out: Path, *, budget_cpu_m
                                validate_cpu_min=validate_cpu_min, plain=plain, generate_args=generate_args, say=say)
             write_atomic(result_path(out, name), json.dumps(done.to_dict(), indent=1, sort_keys=True) + "\n",
                          durable=True)
+        if plain_skipped:
+            done = dataclasses.replace(done, plain_skipped=plain_skipped.get(canonical(name)))
         say(f"  {name}: {done.status}, {done.tasks_written} tasks written ({done.accepted} accepted, "
             f"{done.decided} decided), {done.cpu_min} CPU-min" + (f"; {done.error}" if done.error else ""))
         results.append(done)
@@ -257,7 +270,8 @@ def register(bench_app: typer.Typer) -> None:
 
         with user_errors():
             packages = load_corpus(list_file, tuple(n.strip() for n in only.split(",") if n.strip()))
-            plain = load_plain(plain_file or Path(list_file).parent / "plain_pytest.json")
+            plain_path = plain_file or Path(list_file).parent / "plain_pytest.json"
+            plain = load_plain(plain_path)
             deadline = None
             if stop_at:
                 hh, mm = (int(x) for x in stop_at.split(":"))
@@ -271,7 +285,8 @@ def register(bench_app: typer.Typer) -> None:
             results = run_corpus(packages, out.resolve(), budget_cpu_min=budget_cpu_min, wall_factor=wall_factor,
                                  validate_cpu_min=validate_cpu_min or budget_cpu_min, plain=plain, resume=resume,
                                  json_out=json_out, md_out=md_out, meta=meta, generate_args=tuple(generate_arg or ()),
-                                 stop_at=deadline, say=lambda m: err_console.print(m, highlight=False, soft_wrap=True))
+                                 stop_at=deadline, say=lambda m: err_console.print(m, highlight=False, soft_wrap=True),
+                                 plain_skipped=load_plain_skipped(plain_path))
         t = targets(results)
         typer.echo(f"{t['ok']}/{t['packages']} ok; pass count = plain pytest: {t['pass_match']}/{t['pass_match_of']}; "
                    f">= 10 distinct validated tasks: {t['yield_met']}/{t['packages']}; gaps > 60 s: "
