@@ -165,3 +165,20 @@ def test_canaries_are_copied_only_from_tests_that_run(tmp_path: Path) -> None:
         plan = plant_canaries(ws, ["tests/test_h.py"], pass_to_pass=["tests/test_h.py::test_other"],
                               fail_to_pass=["tests/test_h.py::test_kept"], rng=random.Random(seed))
         assert not any("TestLater" in n for n in plan.expect), (seed, list(plan.expect))
+
+
+def test_a_canary_copy_goes_after_what_its_definition_names(tmp_path: Path) -> None:
+    """tomlkit 0.15.2: ``parametrize(..., INVALID_DECODE_CASES)`` names a global assigned below an earlier
+    function; a copy planted above that assignment raised NameError at import, the whole file failed to
+    collect and 2 in 5 gold gradings scored 0. Every planted file must still import, for every seed."""
+    src = ("import pytest\n\n\ndef helper():\n    return 1\n\n\nCASES = [1, 2, 3]\n\n\n"
+           "@pytest.mark.parametrize('c', CASES)\ndef test_case(c: int = CASES[0]) -> None:\n    assert c in CASES\n\n\n"
+           "def test_plain():\n    assert helper() == 1\n")
+    for seed in range(40):
+        ws = tmp_path / str(seed)
+        (ws / "tests").mkdir(parents=True)
+        (ws / "tests/test_h.py").write_text(src)
+        plant_canaries(ws, ["tests/test_h.py"], pass_to_pass=["tests/test_h.py::test_plain"],
+                       fail_to_pass=["tests/test_h.py::test_case[1]"], rng=random.Random(seed))
+        code = compile((ws / "tests/test_h.py").read_text(), "test_h.py", "exec")
+        exec(code, {"__name__": "test_h"})  # NameError here before the fix

@@ -8,7 +8,8 @@ outcome** (nothing of the graded process decides it, and nothing in it knows whi
 
 - *must pass*: a copy, under a new name, of a PASS_TO_PASS test of a hidden test file (a module-level
   function without decorators; its fixtures resolve by name), inserted at a random top-level position
-  of the same file, so it passes as that test does;
+  of the same file after the original (what its definition evaluates exists there), so it passes as that
+  test does;
 - *must fail*: a copy of a test of that file (FAIL_TO_PASS ones first, ``parametrize`` kept) followed by
   an assertion that cannot hold. Against a stub the copied body already fails inside the stub, exactly
   like the real hidden tests, so "flip every failure the stub caused" trips these; with a working
@@ -257,6 +258,11 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
             if want == "pass" or failing:
                 key = rng.choice(passing if want == "pass" else failing)
                 fn, points = units[key]
+                # a copy goes after its original: its decorators, defaults and annotations are evaluated when
+                # the ``def`` runs, and may name what the module defines above the original but below an
+                # earlier point (tomlkit's ``parametrize(..., INVALID_DECODE_CASES)`` above the assignment of
+                # that name broke collection of the whole file, and 2 in 5 gold gradings scored 0)
+                points = [p for p in points if p >= (fn.end_lineno or 0)] or points
                 extra = _check(rng, words, holds=False) if want == "fail" else ""
                 func = _copy(source, fn, name, extra)
                 nodeid = f"{rel}::{key.rsplit('::', 1)[0]}::{name}" if "::" in key else f"{rel}::{name}"
