@@ -108,17 +108,18 @@ def test_failed_build_names_its_kept_log(both, tmp_path):
 
 
 def test_a_project_pytest_itself_imports_is_refused_before_an_image_is_built(tmp_path: Path) -> None:
-    """iniconfig is a requirement of pytest: the docker sandbox reads that from pip's report in its resolve
-    container and refuses with the local sandbox's one-line reason instead of building an image that
-    could never give a task."""
+    """pluggy runs pytest's hooks: the docker sandbox reads that pytest requires it from pip's report in its
+    resolve container and refuses with the local sandbox's one-line reason instead of building an image
+    that could never give a task (iniconfig, a plain dependency of pytest, is tested instead:
+    test_runner_anchor)."""
     client = require_docker()
     settings = Settings.load({"work_dir": str(tmp_path / "work")})
     require_base_image(client, settings.base_image)
     repo = write_files(tmp_path / "repo", {
         "pyproject.toml": '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
-                          '[project]\nname = "iniconfig"\nversion = "2.1.0"\n',
-        "iniconfig/__init__.py": "def parse(text):\n    return text\n",
-        "tests/test_parse.py": "from iniconfig import parse\n\ndef test_parse():\n    assert parse('a') == 'a'\n"})
-    spec = EnvSpec(project_name="iniconfig", python="3.11", install_target=".", requirements=())
-    with pytest.raises(EnvironmentBuildError, match=r"imported by the test runner itself \(pytest -> iniconfig\)"):
+                          '[project]\nname = "pluggy"\nversion = "1.7.0"\n',
+        "pluggy/__init__.py": "def parse(text):\n    return text\n",
+        "tests/test_parse.py": "from pluggy import parse\n\ndef test_parse():\n    assert parse('a') == 'a'\n"})
+    spec = EnvSpec(project_name="pluggy", python="3.11", install_target=".", requirements=())
+    with pytest.raises(EnvironmentBuildError, match=r"part of the test runner itself \(pytest -> pluggy\)"):
         DockerSandbox(settings, client).prepare(spec, repo)
