@@ -1,12 +1,14 @@
 """Detect how to install a repository and run its tests: an ``EnvSpec``, with a note per field.
 
 Read, in order of trust: ``pyproject.toml`` (``[project]``, optional-dependencies, dependency-groups,
-``[tool.pytest...]``), ``setup.cfg``, ``setup.py`` (text only, never executed), ``pytest.ini`` /
+``[tool.pytest...]``), ``setup.cfg``, ``setup.py`` (literals, read with ast, never executed:
+``generators/setup_py.py``), ``pytest.ini`` /
 ``tox.ini``, ONE requirement set for the running Python (``generators/requirement_sets.py``), and finally the imports of the test
 files themselves: a test dependency that the sdist forgot to declare (``hypothesis``, ``freezegun``, a
 pytest plugin) is found there and added, or reported in the notes when it cannot be mapped. An extra is
-also installed when the tests import its modules, or when the package's own code imports them without
-declaring them (jsonschema's ``format``: ``generators/optional_imports.py``).
+also installed when the tests import its modules (every extra whose modules a test file imports at its top,
+directly or through the package's modules; up to 3 others), or when the package's own code imports them
+without declaring them (jsonschema's ``format``: ``generators/optional_imports.py``).
 """
 
 from __future__ import annotations
@@ -23,17 +25,27 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from generators.optional_imports import dist_keys, pick_extras, scan_package_imports
+from generators.optional_imports import (
+    dist_keys,
+    dist_provides,
+    import_time_imports,
+    pick_extras,
+    scan_package_imports,
+)
 from generators.requirement_sets import choose_requirement_set, requirement_files
+from generators.setup_py import setup_py_extras, setup_py_name_constant
 from taskforge.core.environment import EnvSpec, normalise_name
 
 TEST_EXTRAS = ("test", "tests", "testing")
 DEV_EXTRAS = ("dev", "develop", "development")
 _NO_TEST_EXTRAS = frozenset({"docs", "doc", "lint", "typing", "mypy", "build", "release", "all"})
 # extras that swap the project's own Python code for a compiled one (semver 3.1.2's `native` Rust parser, which
-# `Version.parse` tries before its regex): installed, they take the suite away from the code tasks are made of
+# `Version.parse` tries before its regex): installed, they take the suite away from the code tasks are made of.
+# natsort 8.4.0's `icu`: PyICU's collator replaces its locale-module code (compat/locale.py); an sdist that
+# builds against the system's ICU headers (3 min here, and no build in a slim image), and plain passes 274 either way
 _ACCELERATOR_EXTRAS = frozenset({"native", "speedups", "speedup", "speed", "fast", "accel", "accelerate",
-                                 "accelerated", "c", "cext", "cython", "rust", "compiled", "binary", "performance"})
+                                 "accelerated", "c", "cext", "cython", "rust", "compiled", "binary", "performance",
+                                 "icu"})
 _SKIP_DIRS = {"tests", "test", "testing", "docs", "doc", "examples", "example", "benchmarks", "bench",
               "scripts", "tools", "build", "dist", "site-packages", "typing-examples", "changelog.d"}
 _SKIP_MODULES = {"setup", "conftest", "noxfile", "fabfile", "tasks", "manage", "runtests", "conf"}
@@ -49,6 +61,7 @@ KNOWN_TEST_IMPORTS = {
     "werkzeug": "Werkzeug", "click": "click", "testpath": "testpath", "pexpect": "pexpect",
     "docutils": "docutils", "pygments": "Pygments", "packaging": "packaging", "dirty_equals":
     "dirty-equals", "inline_snapshot": "inline-snapshot", "syrupy": "syrupy", "faker": "Faker",
+    "bson": "pymongo",  # cattrs 26.2.1: tests/test_preconf.py imports bson; its `bson` extra is pymongo
 }
 # pytest fixture name -> plugin distribution that provides it
 KNOWN_FIXTURES = {"mocker": "pytest-mock", "benchmark": "pytest-benchmark", "freezer": "pytest-freezer",
@@ -123,16 +136,20 @@ def detect_env(repo: Path, *, python: str = "3.11", name_hint: str = "") -> EnvS
         notes.append(f"pytest_args: addopts of {ini_origin} kept as configured")
 
     own = {Path(p).stem for p in package_dirs}
-    imports, fixtures = _test_imports(repo, test_paths)
-    wanted = {normalise_name(KNOWN_TEST_IMPORTS.get(m, m)) for m in imports if m not in own}
-    by_import = [e for e, reqs in sorted(extras_available.items()) if e not in chosen and e not in _NO_TEST_EXTRAS
-                 and reqs and any(_req_name(r) in wanted for r in reqs)][:3]
+    imports, top, fixtures = _test_imports(repo, test_paths)
+    runtime = {normalise_name(m) for m in _runtime_imports(pyproject, setup_cfg)} | {normalise_name(name)}
+    on_top, by_import = _extras_the_tests_import(repo, package_dirs, own, imports, top, extras_available, chosen,
+                                                 {*runtime, *map(_req_name, requirements),
+                                                  *(_req_name(r) for e in chosen for r in extras_available[e])})
     if by_import and installable:
-        # tabulate's `widechars = ["wcwidth"]`: 15 tests import wcwidth and skip without it (plain 303, ours 288)
+        # tabulate's `widechars = ["wcwidth"]`: 15 tests import wcwidth and skip without it (plain 303, ours 288);
+        # cattrs' tests/test_preconf.py imports bson, and ujson... through cattrs.preconf.*, at its top: 5 extras,
+        # one missing and none of the file collects (so those are not capped)
         chosen = [*chosen, *by_import]
         install_target = f".[{','.join(chosen)}]"
-        notes.append(f"install_target: {install_target!r} (extras {by_import} hold modules the tests import)")
-    runtime = {normalise_name(m) for m in _runtime_imports(pyproject, setup_cfg)} | {normalise_name(name)}
+        notes.append(f"install_target: {install_target!r} (extras {by_import} hold modules the tests import"
+                     + (f"; {on_top} at the top of a test file, directly or through the package's modules"
+                        if on_top else "") + ")")
     by_code = _extras_for_optional_imports(repo, package_dirs, own, extras_available, chosen, requirements,
                                            runtime) if installable else []
     if by_code:
@@ -152,9 +169,12 @@ def detect_env(repo: Path, *, python: str = "3.11", name_hint: str = "") -> EnvS
         if mod in own or mod in sys.stdlib_module_names or mod in local or normalise_name(mod) in declared:
             continue
         if dist is None:
-            if mod not in ("pytest", "_pytest", "py") and mod not in _runtime_imports(pyproject, setup_cfg):
-                notes.append(f"requirements: test files import {mod!r}, not mapped to a distribution; "
-                             "if it is missing, the tests that need it fail to collect")
+            if mod not in ("pytest", "_pytest", "py") and mod not in _runtime_imports(pyproject, setup_cfg) and \
+                    not any(dist_provides(d, mod) for d in declared):
+                by = [e for e, reqs in extras_available.items() if any(dist_provides(_req_name(r), mod) for r in reqs)]
+                notes.append(f"requirements: test files import {mod!r}, " + (f"provided by extras {by}, not installed"
+                             if by else "not mapped to a distribution") + "; if it is missing, the tests that "
+                             "need it fail to collect")
             continue
         if normalise_name(dist) not in declared and normalise_name(dist) != normalise_name(name):
             requirements.append(dist)
@@ -180,6 +200,29 @@ def detect_env(repo: Path, *, python: str = "3.11", name_hint: str = "") -> EnvS
         requirements=tuple(dict.fromkeys(requirements)), src_roots=src_roots, package_dirs=package_dirs,
         test_paths=test_paths, pytest_args=pytest_args, notes=tuple(notes), doctest_paths=doctest_paths,
     )
+
+
+def _extras_the_tests_import(repo: Path, package_dirs: tuple[str, ...], own: set[str], imports: set[str],
+                             top: set[str], extras: dict[str, list[str]], chosen: list[str],
+                             declared: set[str]) -> tuple[list[str], list[str]]:
+    """The extras whose requirements provide modules the test files import: (those imported at the top of a
+    test file, all of them), then (those, plus up to 3 others). A module imported at the top of a test file,
+    itself or through the package's own modules (``import_time_imports``), makes the whole file fail to
+    collect without it; one imported under a guard or in a test only skips or fails those tests. Never
+    docs/lint/... extras; at the top, not a dev or accelerator extra, nor one that adds nothing undeclared."""
+    def dists(mods: Iterable[str]) -> set[str]:
+        return {normalise_name(KNOWN_TEST_IMPORTS.get(m, m)) for m in mods
+                if m not in own and m not in sys.stdlib_module_names}
+
+    wanted = dists(imports)
+    at_top = dists({d.split(".")[0] for d in top}) | dists(import_time_imports(
+        repo, package_dirs, sorted(d for d in top if d.split(".")[0] in own)))
+    candidates = {e: {_req_name(r) for r in reqs} for e, reqs in sorted(extras.items())
+                  if e not in chosen and e not in _NO_TEST_EXTRAS and reqs}
+    on_top = [e for e, names in candidates.items() if names & at_top - declared
+              and e not in {*DEV_EXTRAS, *_ACCELERATOR_EXTRAS}]
+    rest = [e for e, names in candidates.items() if e not in on_top and names & wanted][:3]
+    return on_top, [*on_top, *rest]
 
 
 def _extras_for_optional_imports(repo: Path, package_dirs: tuple[str, ...], own: set[str],
@@ -208,29 +251,10 @@ def _project_name(pyproject: dict[str, Any], cfg: configparser.ConfigParser, set
         return cfg.get("metadata", "name"), "setup.cfg [metadata] name"
     if m := re.search(r"""\bname\s*=\s*['"]([A-Za-z0-9._-]+)['"]""", setup_py):
         return m.group(1), "setup.py name= argument"
-    if name := _setup_py_name_constant(setup_py):
+    if name := setup_py_name_constant(setup_py):
         return name, "setup.py name= argument (a module-level constant)"
     fallback = re.sub(r"-\d[\w.]*-[0-9a-f]{12}$|-[0-9a-f]{12}$|-\d[\w.]*$", "", fallback)
     return fallback, f"directory name {fallback!r} (no metadata found)"
-
-
-def _setup_py_name_constant(setup_py: str) -> str:
-    """``name=NAME`` in a ``setup()`` call, with ``NAME = 'PyYAML'`` at module level (read with ast, never run)."""
-    try:
-        tree = ast.parse(setup_py)
-    except (SyntaxError, ValueError):
-        return ""
-    constants = {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
-                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
-                 for t in node.targets if isinstance(t, ast.Name)}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            for kw in node.keywords:
-                if kw.arg == "name" and isinstance(kw.value, ast.Name) and kw.value.id in constants:
-                    value = constants[kw.value.id]
-                    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", value):
-                        return value
-    return ""
 
 
 def _extras(pyproject: dict[str, Any], cfg: configparser.ConfigParser, setup_py: str) -> dict[str, list[str]]:
@@ -240,9 +264,8 @@ def _extras(pyproject: dict[str, Any], cfg: configparser.ConfigParser, setup_py:
     if cfg.has_section("options.extras_require"):
         for k, v in cfg.items("options.extras_require"):
             extras[normalise_name(k)] = [ln.strip() for ln in v.splitlines() if ln.strip()]
-    if m := re.search(r"extras_require\s*=\s*\{(.*?)\}", setup_py, re.S):
-        for key in re.findall(r"""['"]([A-Za-z0-9_.-]+)['"]\s*:""", m.group(1)):
-            extras.setdefault(normalise_name(key), [])
+    for key, reqs in setup_py_extras(setup_py).items():  # literals read with ast: natsort's `icu` is PyICU
+        extras.setdefault(normalise_name(key), reqs)
     return extras
 
 
@@ -468,15 +491,23 @@ def _test_files(repo: Path, test_paths: Iterable[str]) -> list[Path]:
     return files[:2000]
 
 
-def _test_imports(repo: Path, test_paths: Iterable[str]) -> tuple[set[str], set[str]]:
-    """Top-level modules imported by test files, and known plugin fixtures they request."""
+def _test_imports(repo: Path, test_paths: Iterable[str]) -> tuple[set[str], set[str], set[str]]:
+    """Top-level modules imported by test files, the dotted modules a test file imports unconditionally at
+    its top level (not in a ``try``, an ``if``, a function; ``pytest.importorskip`` is a call), and known
+    plugin fixtures they request."""
     mods: set[str] = set()
+    top: set[str] = set()
     fixtures: set[str] = set()
     for f in _test_files(repo, test_paths):
         try:
             tree = ast.parse(f.read_text(errors="replace"))
         except (SyntaxError, ValueError):
             continue
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                top.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                top.update((node.module, *(f"{node.module}.{a.name}" for a in node.names)))
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 mods.update(a.name.split(".")[0] for a in node.names)
@@ -486,7 +517,7 @@ def _test_imports(repo: Path, test_paths: Iterable[str]) -> tuple[set[str], set[
                 continue  # optional by design
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test"):
                 fixtures.update(a.arg for a in node.args.args if a.arg in KNOWN_FIXTURES)
-    return mods, fixtures
+    return mods, top, fixtures
 
 
 def _local_modules(repo: Path, test_paths: Iterable[str]) -> set[str]:

@@ -16,7 +16,9 @@ the package's source with ``ast`` (never imports it) and records each absolute i
   the code does *without* the guarded module, so an extra that only provides fallbacks adds nothing.
 
 Imports under ``if TYPE_CHECKING:`` and relative imports are not recorded. Test folders inside the package
-are skipped: ``env_detect`` reads the test files' imports itself. Standard library only.
+are skipped: ``env_detect`` reads the test files' imports itself. ``import_time_imports`` follows, instead,
+what importing some of the project's modules imports unconditionally, through the project's own modules
+(cattrs' ``cattrs.preconf.ujson`` imports ``ujson`` on its first lines). Standard library only.
 """
 
 from __future__ import annotations
@@ -84,6 +86,73 @@ def dist_keys(module: str) -> set[str]:
     (``rfc3339_validator`` -> ``rfc3339-validator``), ``python-NAME`` and ``pyNAME`` (``pyzmq``)."""
     name = module.replace("_", "-").replace(".", "-").lower()
     return {name, f"python-{name}", f"py{name}"}
+
+
+def dist_provides(dist: str, module: str) -> bool:
+    """Whether the distribution ``dist`` (normalised) provides ``module`` by the conventions of
+    ``dist_keys`` and ``_module_of``: ``railroad-diagrams`` provides ``railroad``, ``pyicu`` ``icu``."""
+    return _module_of(dist, dict.fromkeys(dist_keys(module), module)) is not None
+
+
+def import_time_imports(repo: Path, package_dirs: Iterable[str], modules: Iterable[str]) -> frozenset[str]:
+    """The top-level names of the modules outside the project that importing ``modules`` (dotted names of
+    the project's own modules) imports unconditionally: at the top level of each module, of the packages
+    above it, and of the project's modules those import in turn (absolute or relative), never in a ``try``,
+    an ``if``, a ``with`` or a function. cattrs 26.2.1's tests/test_preconf.py imports
+    ``cattrs.preconf.ujson``, whose first lines import ``ujson``: without it the file does not collect."""
+    index = _module_index(repo, package_dirs)
+    own = {name.split(".")[0] for name in index}
+    found: set[str] = set()
+    seen: set[str] = set()
+    queue = list(modules)
+    while queue:
+        parts = queue.pop().split(".")
+        for name in (".".join(parts[:i]) for i in range(1, len(parts) + 1)):  # the packages above run first
+            if name in seen or name not in index:
+                continue
+            seen.add(name)
+            try:
+                tree = ast.parse(index[name].read_text(errors="replace"))
+            except (SyntaxError, ValueError, OSError):
+                continue
+            package = name if index[name].name == "__init__.py" else name.rpartition(".")[0]
+            for node in tree.body:
+                if isinstance(node, ast.Import):
+                    dotted = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and (base := _absolute(node, package)):
+                    dotted = [base, *(f"{base}.{a.name}" for a in node.names)]  # a name may be a submodule
+                else:
+                    continue
+                for d in dotted:
+                    if d.split(".")[0] in own:
+                        queue.append(d)
+                    else:
+                        found.add(d.split(".")[0])
+    return frozenset(found)
+
+
+def _module_index(repo: Path, package_dirs: Iterable[str]) -> dict[str, Path]:
+    """Dotted module name -> file, for the ``.py`` files of ``package_dirs`` (``pkg/__init__.py`` is ``pkg``)."""
+    index: dict[str, Path] = {}
+    for d in package_dirs:
+        p = repo / d
+        if p.is_file() and p.suffix == ".py":
+            index[p.stem] = p
+        elif p.is_dir():
+            for f in sorted(p.rglob("*.py"))[:_MAX_FILES]:
+                parts = (p.name, *f.relative_to(p).with_suffix("").parts)
+                index[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = f
+    return index
+
+
+def _absolute(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module of ``from ..x import y`` in ``package``; "" above the top package."""
+    if not node.level:
+        return node.module or ""
+    parts = package.split(".") if package else []
+    if node.level - 1 >= len(parts):
+        return ""
+    return ".".join([*parts[:len(parts) - (node.level - 1)], *([node.module] if node.module else [])])
 
 
 def _module_of(dist: str, wanted: Mapping[str, str]) -> str | None:

@@ -381,6 +381,144 @@ def test_extras_nobody_imports_or_never_test_extras_are_not_installed(tmp_path: 
     assert not any("does not declare" in n for n in spec.notes)
 
 
+_SETUP_LITERAL = """\
+from setuptools import setup
+open("RAN", "w").write("setup.py was executed")
+setup(
+    name="nat",
+    version="1",
+    packages=["nat"],
+    extras_require={"fast": ["fastnumbers >= 2.0.0"], "yamlish": ["PyYAML >= 5"], "docs": ["sphinx"]},
+)
+"""
+_SETUP_CONSTANT = """\
+import setuptools
+open("RAN", "w").write("setup.py was executed")
+BASE = ["PyYAML >= 5"]
+EXTRAS = {"fast": ("fastnumbers",), "yamlish": BASE + ["pyyaml-include"], "compat:python_version < '3.9'": ["mock"]}
+setuptools.setup(name="nat", version="1", extras_require=EXTRAS)
+"""
+_SETUP_DICT_CALL = """\
+from setuptools import setup
+open("RAN", "w").write("setup.py was executed")
+setup(name="nat", version="1", extras_require=dict(fast=["fastnumbers"], yamlish="PyYAML >= 5\\n# a comment"))
+"""
+
+
+@pytest.mark.parametrize("setup_py", [_SETUP_LITERAL, _SETUP_CONSTANT, _SETUP_DICT_CALL],
+                         ids=["literal", "module-constant", "dict-call"])
+def test_setup_py_extras_are_read_from_literals_never_run(tmp_path: Path, setup_py: str) -> None:
+    """natsort 8.4.0: ``extras_require={"fast": [...], "icu": ["PyICU >= 1.0.0"]}`` in setup.py was read as names
+    with no requirements, so no rule could see which modules an extra provides; an extra the tests import is
+    chosen only when its requirements are known."""
+    write(tmp_path, {"setup.py": setup_py, "nat/__init__.py": "",
+                     "tests/test_y.py": "def test_y():\n    try:\n        import yaml\n    except ImportError:\n"
+                                        "        return\n"})
+    spec = detect_env(tmp_path)
+    assert spec.install_target == ".[yamlish]", spec.notes
+    assert not (tmp_path / "RAN").exists()
+
+
+def test_setup_py_extras_not_statically_readable_keep_their_names_only() -> None:
+    from generators.setup_py import setup_py_extras
+
+    assert setup_py_extras(_SETUP_CONSTANT) == {"fast": ["fastnumbers"], "yamlish": ["PyYAML >= 5", "pyyaml-include"],
+                                                "compat": ["mock; python_version < '3.9'"]}
+    # one value read from a file: that extra keeps its name, the others their requirements
+    assert setup_py_extras("setup(extras_require={'tests': open('t.txt').read().split(), 'y': ['PyYAML']})\n") == {
+        "tests": [], "y": ["PyYAML"]}
+    # ``**BASE``: which extras there are is not known from the call; the names written in it are kept, as before
+    assert setup_py_extras("BASE = {'a': ['x']}\nsetup(extras_require={**BASE, 'y': ['PyYAML']})\n") == {"y": []}
+    # a name changed in place after it is bound, or bound twice, is not a literal
+    assert setup_py_extras("E = {'y': ['PyYAML']}\nE['all'] = ['z']\nsetup(extras_require=E)\n") == {}
+    assert setup_py_extras("E = {'y': ['PyYAML']}\nE = {}\nsetup(extras_require=E)\n") == {}
+    assert setup_py_extras("setup(extras_require=get_extras())\n") == {}
+    # ``":marker"`` keys hold conditional install requirements, not extras (arrow 1.4.0's flit-made setup.py)
+    assert setup_py_extras("setup(extras_require={\":python_version<'3.9'\": ['backports.zoneinfo'], "
+                           "'t': ['a; os_name == \"nt\"']})\n") == {"t": ['a; os_name == "nt"']}
+    assert setup_py_extras("setup(extras_require={'t': ['a; os_name == \"nt\"'], 't:python_version<\"3.9\"': "
+                           "['b; os_name == \"nt\"']})\n") == {
+        "t": ['a; os_name == "nt"', 'b; (os_name == "nt") and (python_version<"3.9")']}
+
+
+_PRECONF_PYPROJECT = """
+    [build-system]
+    requires = ["setuptools"]
+    build-backend = "setuptools.build_meta"
+    [project]
+    name = "conv"
+    version = "1"
+    dependencies = ["attrs"]
+    [project.optional-dependencies]
+    bson = ["pymongo>=4.4.0"]
+    cbor2 = ["cbor2>=5"]
+    msgpack = ["msgpack>=1"]
+    orjson = ["orjson>=3"]
+    pyyaml = ["PyYAML>=6"]
+    tomlkit = ["tomlkit>=0.11"]
+    ujson = ["ujson>=5"]
+    msgspec = ["msgspec>=0.18"]
+    attrs = ["attrs>=23"]
+    fast = ["fastconv-rs"]
+    """
+
+
+def test_extras_a_test_file_imports_at_its_top_are_all_installed(tmp_path: Path) -> None:
+    """cattrs 26.2.1: tests/test_preconf.py imports bson and cattrs.preconf.{msgpack,pyyaml,tomlkit,ujson}, whose
+    first lines import the backends; with 3 extras at most, one was missing and none of the file collected.
+    Extras imported under a guard or in a test stay capped at 3 (of attrs, cbor2, msgspec, orjson by name; attrs
+    adds only a declared dependency, so not at the top), and an accelerator at the top is not installed."""
+    write(tmp_path, {
+        "pyproject.toml": _PRECONF_PYPROJECT,
+        "src/conv/__init__.py": "import attrs\n",
+        "src/conv/preconf/__init__.py": "from ..core import wrap\n",
+        "src/conv/core.py": "def wrap():\n    pass\n",
+        "src/conv/preconf/msgpack.py": "from msgpack import dumps\nfrom . import wrap\n",
+        "src/conv/preconf/pyyaml.py": "import datetime\nfrom yaml import safe_dump\n",
+        "src/conv/preconf/tomlkit.py": "from ..preconf import _tk\n",
+        "src/conv/preconf/_tk.py": "import tomlkit.items\n",
+        "src/conv/preconf/orjson.py": "import json\n",
+        "src/conv/preconf/fast.py": "import fastconv_rs\n",
+        "tests/test_preconf.py": (
+            "import pytest\nimport attrs\nfrom bson import ObjectId\nfrom conv.preconf.msgpack import dumps\n"
+            "from conv.preconf import pyyaml, tomlkit\nimport conv.preconf.fast\nimport conv.preconf.orjson\n"
+            "try:\n    import cbor2\nexcept ImportError:\n    cbor2 = None\n"
+            "ujson = pytest.importorskip('ujson')\n\n"
+            "def test_json():\n    import ujson\n    import msgspec\n    import orjson\n"
+        ),
+    })
+    spec = detect_env(tmp_path)
+    assert spec.install_target == ".[bson,msgpack,pyyaml,tomlkit,attrs,cbor2,msgspec]", spec.notes
+    assert "pymongo" not in spec.requirements  # the bson extra brings it
+    note = next(n for n in spec.notes if "at the top of a test file" in n)
+    assert "['bson', 'msgpack', 'pyyaml', 'tomlkit'] at the top" in note
+
+
+def test_a_module_a_chosen_extra_provides_is_not_reported_unmapped(tmp_path: Path) -> None:
+    """pyparsing 3.3.3's tests import railroad, which its chosen `diagrams` extra provides (railroad-diagrams),
+    and cattrs' import bson (the `bson` extra: pymongo); both were reported 'not mapped to a distribution'.
+    A module an extra provides that is not installed is named with it; only the rest is 'not mapped'."""
+    write(tmp_path, {
+        "pyproject.toml": """
+            [project]
+            name = "rr"
+            [project.optional-dependencies]
+            diagrams = ["railroad-diagrams", "jinja2"]
+            icu = ["PyICU>=1"]
+            bson = ["pymongo"]
+            """,
+        "rr/__init__.py": "", "rr/diagram.py": "import railroad\nimport jinja2\n",
+        "tests/test_r.py": ("import rr.diagram\nimport railroad\nimport bson\nimport mysterymod\n\n"
+                            "def test_icu():\n    try:\n        import icu\n    except ImportError:\n        pass\n"),
+    })
+    spec = detect_env(tmp_path)
+    assert spec.install_target == ".[bson,diagrams]", spec.notes
+    notes = "\n".join(spec.notes)
+    assert "import 'railroad'" not in notes and "import 'bson'" not in notes
+    assert "test files import 'icu', provided by extras ['icu'], not installed" in notes
+    assert "test files import 'mysterymod', not mapped to a distribution" in notes
+
+
 @pytest.mark.realrepo
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "version", "target"), [
