@@ -14,12 +14,19 @@ A test method that a test class inherits from a base class or mixin of the same 
 by removing it from the class that defines it: every other class inheriting it loses it too, so such ids
 are also returned in ``inherited`` and the caller confirms by collection which tests are left.
 
+A test class or function that pytest collects in one file but that is defined in another, imported by name
+or ``*`` (lark 1.3.1: ``python_files = "__main__.py"``, whose ``from .test_cache import TestCache`` makes
+every test ``tests/__main__.py::TestCache::...``), is hidden where it is defined; the class itself stays (the
+importing file still names it), and such ids are returned in ``inherited`` too, for the caller to confirm
+by collection.
+
 Node ids that name no test function found statically (doctests, generated tests) are returned in
 ``unmatched``: such a candidate cannot be hidden reliably and the caller should reject it.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from collections import defaultdict
@@ -211,17 +218,18 @@ def _inherited_from(scan: _Scan, path: TestPath, seen: frozenset[TestPath] = fro
     return None
 
 
-def _plan_file(scan: _Scan, wanted: set[TestPath],
-               inherited: frozenset[TestPath] = frozenset()) -> tuple[set[TestPath], set[TestPath], bool]:
+def _plan_file(scan: _Scan, wanted: set[TestPath], inherited: frozenset[TestPath] = frozenset(),
+               keep: frozenset[str] = frozenset()) -> tuple[set[TestPath], set[TestPath], bool]:
     """``(removed test defs, removed helpers, whole file)`` for the hidden tests of one file;
-    ``inherited``: methods of base classes that are removed as the tests they define."""
+    ``inherited``: methods of base classes that are removed as the tests they define; ``keep``: top-level
+    names another test file imports from this one (the file and those classes stay)."""
     tests = {d.path for d in scan.defs if d.is_test and not d.is_class} | inherited
     removed = {p for p in tests if p in wanted}
-    if tests and tests <= removed:
+    if tests and tests <= removed and not keep:
         return removed, set(), True
     # a test class whose tests are all hidden goes as a whole
     for d in scan.defs:
-        if d.is_class and d.is_test:
+        if d.is_class and d.is_test and d.path[0] not in keep:
             inner = {p for p in tests if p[: len(d.path)] == d.path}
             if inner and inner <= removed and not any(n == d.path[-1] and not _within(where, {d.path})
                                                       for n, where in scan.uses):
@@ -269,6 +277,8 @@ def hide_tests(repo_root: Path, fail_to_pass: Iterable[str], index: StaticIndex 
     import_edits = _test_import_edits(index, set(deleted)) if index is not None else {}
     modules = frozenset(q for q in deleted if index is not None and (e := index.get(q)) is not None
                         and e.kind is EntityKind.MODULE)
+    moved = _follow_imports(repo_root, wanted)  # {(defining file, path): id where pytest collects it}
+    keep = {rel: frozenset(p[0] for r, p in moved if r == rel) for rel, _ in moved}
     for rel in sorted(set(wanted) | set(import_edits)):
         path = repo_root / rel
         if not path.is_file():
@@ -281,9 +291,12 @@ def hide_tests(repo_root: Path, fail_to_pass: Iterable[str], index: StaticIndex 
         via_base = {p: b for p in want - known if (b := _inherited_from(scan, p)) is not None}
         unmatched.extend(f"{rel}::{'::'.join(p)}" for p in sorted(want - known - set(via_base)))
         removed, helpers, whole = _plan_file(scan, (want & known) | set(via_base.values()),
-                                             frozenset(via_base.values()) - known)
+                                             frozenset(via_base.values()) - known, keep.get(rel, frozenset()))
         hidden.extend(f"{rel}::{'::'.join(p)}" for p in sorted((want & known) | set(via_base)))
         inherited_out.extend(f"{rel}::{'::'.join(p)}" for p in sorted(via_base))
+        collected_as = [moved[(rel, p)] for p in sorted((want & known) | set(via_base)) if (rel, p) in moved]
+        hidden.extend(collected_as)
+        inherited_out.extend(collected_as)
         before[rel] = text
         if whole:
             after[rel] = None
@@ -310,6 +323,78 @@ def hide_tests(repo_root: Path, fail_to_pass: Iterable[str], index: StaticIndex 
         helpers=tuple(helpers_out), unmatched=tuple(unmatched), notes=tuple(notes),
         inherited=tuple(inherited_out),
     )
+
+
+def _follow_imports(repo_root: Path, wanted: dict[str, set[TestPath]]) -> dict[tuple[str, TestPath], str]:
+    """Move each wanted test whose class or function its file does not define, but imports from another
+    file of the repository (by name, or ``*``), to that file: ``{(defining file, path): collected id}``."""
+    moved: dict[tuple[str, TestPath], str] = {}
+    for rel in sorted(wanted):
+        path = repo_root / rel
+        if not path.is_file() or not wanted[rel]:
+            continue
+        text = path.read_bytes().decode("utf-8", errors="replace")
+        try:
+            scan = _scan(text)
+        except cst.ParserSyntaxError:
+            continue
+        top = {d.path[0] for d in scan.defs}
+        for p in sorted(wanted[rel]):
+            if p[0] in top:
+                continue
+            target = _defining_file(repo_root, rel, text, p[0])
+            if target is None or target == rel:
+                continue
+            wanted[rel].discard(p)
+            wanted[target].add(p)
+            moved[(target, p)] = f"{rel}::{'::'.join(p)}"
+    return moved
+
+
+def _defining_file(repo_root: Path, rel: str, text: str, name: str) -> str | None:
+    """The repository file that defines ``name`` at its top level, as imported into the module ``rel``
+    (``from .test_cache import TestCache``, ``from tests.test_parser import *``); None when not so."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    here = Path(rel).parent
+    for node in _top_statements(tree.body):
+        if not isinstance(node, ast.ImportFrom) or not any(a.name in (name, "*") and a.asname is None
+                                                           for a in node.names):
+            continue
+        parts = (node.module or "").split(".") if node.module else []
+        bases = [here.joinpath(*[".."] * (node.level - 1))] if node.level else [Path(), here]
+        for base in bases:
+            for cand in (base.joinpath(*parts).with_suffix(".py") if parts else None,
+                         base.joinpath(*parts, "__init__.py")):
+                if cand is None:
+                    continue
+                try:
+                    target = (repo_root / cand).resolve().relative_to(repo_root.resolve())
+                except ValueError:  # outside the repository
+                    continue
+                file = repo_root / target
+                if not file.is_file():
+                    continue
+                try:
+                    defined = {d.path[0] for d in _scan(file.read_bytes().decode("utf-8", errors="replace")).defs
+                               if len(d.path) == 1 and not d.is_assign}
+                except cst.ParserSyntaxError:
+                    continue
+                if name in defined:
+                    return target.as_posix()
+    return None
+
+
+def _top_statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
+    """A module's top-level statements, those in a top-level ``try``/``if`` included."""
+    for node in body:
+        yield node
+        if isinstance(node, ast.Try | ast.If):
+            for block in (node.body, node.orelse, getattr(node, "finalbody", []),
+                          *(h.body for h in getattr(node, "handlers", []))):
+                yield from _top_statements(block)
 
 
 def _test_import_edits(index: StaticIndex, deleted: set[str]) -> dict[str, dict[int, frozenset[str]]]:

@@ -1,0 +1,77 @@
+"""Tests pytest collects in one file but that another file defines (imported by name or ``*``) can be hidden.
+
+lark 1.3.1 sets ``python_files = "__main__.py"``: its tests/__main__.py imports every test class
+(``from .test_cache import TestCache``, ``from .test_parser import *``), so every test id is
+``tests/__main__.py::Class::test``. With no definition in that file, all 113 candidates whose failing tests
+were found ended "generated at collection and cannot be hidden" (0 tasks from 329 decided).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generators.hidden_tests import hide_tests
+
+MAIN = "import unittest\nfrom .test_cache import TestCache\nfrom .test_more import *\n"
+CACHE = ("import unittest\nfrom pkg import f\n\n\nclass TestCache(unittest.TestCase):\n"
+         "    def test_a(self):\n        self.assertEqual(f(), 1)\n\n"
+         "    def test_b(self):\n        self.assertEqual(f(), 1)\n")
+MORE = ('import unittest\n__all__ = ["TestMore"]\n\n\nclass TestMore(unittest.TestCase):\n'
+        "    def test_c(self):\n        pass\n\n    def test_d(self):\n        pass\n")
+
+
+def _repo(tmp: Path) -> Path:
+    for rel, text in {"tests/__init__.py": "", "tests/__main__.py": MAIN, "tests/test_cache.py": CACHE,
+                      "tests/test_more.py": MORE}.items():
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / rel).write_text(text)
+    return tmp
+
+
+def test_an_imported_class_is_hidden_where_it_is_defined_and_kept_by_name(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    ids = ["tests/__main__.py::TestCache::test_a", "tests/__main__.py::TestCache::test_b",
+           "tests/__main__.py::TestMore::test_c"]
+    hidden = hide_tests(repo, ids)
+    assert not hidden.unmatched
+    assert all(hidden.hides(n) for n in ids) and not hidden.hides("tests/__main__.py::TestMore::test_d")
+    assert set(hidden.inherited) == set(ids)  # the caller confirms by collection
+    cache = hidden.files_after["tests/test_cache.py"]
+    assert cache is not None and "class TestCache" in cache and "def test_" not in cache
+    assert "from pkg import f" not in cache  # only the hidden tests used it
+    more = hidden.files_after["tests/test_more.py"]
+    assert more is not None and "def test_d" in more and "def test_c" not in more
+    assert "tests/__main__.py" not in hidden.files_after
+
+
+@pytest.mark.realrepo
+def test_lark_tests_collected_through_main_are_hidden_and_the_rest_still_collect(
+        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    from generators.sources import resolve_source
+
+    work = tmp_path_factory.getbasetemp() / "tf-shared-work"
+    work.mkdir(exist_ok=True)
+    repo = tmp_path / "lark"
+    shutil.copytree(resolve_source("pypi:lark==1.3.1", work).path, repo)
+
+    def collected() -> set[str]:
+        out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                              "-p", "no:randomly", "-o", "addopts=", "tests"], cwd=repo, capture_output=True, text=True, timeout=300,
+                             env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"})
+        return {ln.strip() for ln in out.stdout.splitlines() if "::" in ln}
+
+    before = collected()
+    hide = {n for n in before if n.startswith("tests/__main__.py::TestCache::")}
+    assert len(hide) >= 5, sorted(before)[:5]
+    hidden = hide_tests(repo, sorted(hide))
+    assert not hidden.unmatched and "tests/test_cache.py" in hidden.files_after
+    for rel, text in hidden.files_after.items():
+        assert text is not None
+        (repo / rel).write_text(text)
+    after = collected()
+    assert after == before - hide, (sorted(after - before)[:3], sorted(before - hide - after)[:3])
