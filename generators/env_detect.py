@@ -503,11 +503,11 @@ def _test_imports(repo: Path, test_paths: Iterable[str]) -> tuple[set[str], set[
             tree = ast.parse(f.read_text(errors="replace"))
         except (SyntaxError, ValueError):
             continue
-        for node in tree.body:
-            if isinstance(node, ast.Import):
-                top.update(a.name for a in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                top.update((node.module, *(f"{node.module}.{a.name}" for a in node.names)))
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Import):
+                top.update(a.name for a in stmt.names)
+            elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
+                top.update((stmt.module, *(f"{stmt.module}.{a.name}" for a in stmt.names)))
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 mods.update(a.name.split(".")[0] for a in node.names)

@@ -76,11 +76,16 @@ def _module_constants(tree: ast.Module) -> dict[str, ast.expr]:
     in place (``X["all"] = ...``, ``X.update(...)``, ``X += ...``), to their value."""
     bound: dict[str, list[ast.expr | None]] = {}
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else \
-            [node.target] if isinstance(node, ast.AnnAssign | ast.AugAssign) else []
+        value: ast.expr | None
+        if isinstance(node, ast.Assign):
+            targets, value = list(node.targets), node.value
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign):
+            targets, value = [node.target], None if isinstance(node, ast.AugAssign) else node.value
+        else:
+            continue
         for target in targets:
             if isinstance(target, ast.Name):
-                bound.setdefault(target.id, []).append(None if isinstance(node, ast.AugAssign) else node.value)
+                bound.setdefault(target.id, []).append(value)
     changed = {_name_of(node.value) for node in ast.walk(tree) if isinstance(node, ast.Subscript)
                and isinstance(node.ctx, ast.Store)}
     changed |= {_name_of(node.func.value) for node in ast.walk(tree) if isinstance(node, ast.Call)
@@ -135,7 +140,8 @@ def _strings(value: ast.expr, names: dict[str, ast.expr], depth: int) -> list[st
         return [ln.strip() for ln in value.value.splitlines() if ln.strip() and not ln.strip().startswith("#")]
     if isinstance(value, ast.List | ast.Tuple | ast.Set):
         if all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
-            return [e.value.strip() for e in value.elts if isinstance(e, ast.Constant) and e.value.strip()]
+            return [e.value.strip() for e in value.elts
+                    if isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value.strip()]
         return None
     if isinstance(value, ast.Name) and value.id in names:
         return _strings(names[value.id], names, depth + 1)
