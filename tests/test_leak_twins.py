@@ -76,3 +76,10 @@ def test_idna_stub_of_encode_passes_and_a_build_copy_is_found(tmp_path_factory: 
     shutil.copy(original / "idna" / "core.py", ws / "build" / "lib" / "idna" / "core.py")
     hits = audit_task_workspace(ws, deleted).hits
     assert {h.path for h in hits} == {"build/lib/idna/core.py"}, hits
+
+
+def test_a_renamed_verbatim_copy_is_still_a_copy() -> None:
+    """An agent reading the workspace gets the answer from a verbatim body under another name just the same."""
+    renamed = (STUB + "\n\n" + ENCODE.replace("def encode", "def _old_encode")).encode()
+    kept = fingerprint({"pkg.core.encode": ENCODE}, [renamed])
+    assert any(f.text == 'labels=s.split(".")ifstrictelse_dots_re.split(s)' for f in kept.fingerprints)

@@ -41,6 +41,7 @@ MIN_NGRAM_CHARS = 24
 MIN_CONST_CHARS = 8  # string/bytes constants shorter than this are too common to mean anything
 MIN_NAMES = 3
 COPY_MIN_CHARS = 60  # ... and at least this many squashed characters of them
+RENAMED_COPY_FRACTION = 0.95  # a def of another name holding this share of a body's lines is a renamed copy
 COPY_FRACTION = 0.6  # a remaining file with this share of a body's lines is a copy of it  # a co_names sequence with fewer names is too common
 
 _WS = b" \t\r\n\f\v"
@@ -179,7 +180,7 @@ def fingerprint(deleted_sources: Mapping[str, str], remaining: Iterable[bytes] =
     return FingerprintSet(tuple(deleted_sources), kept)
 
 
-def _is_copy(found: list[Fingerprint], lines_of: Mapping[str, int]) -> bool:
+def _is_copy(found: list[Fingerprint], lines_of: Mapping[str, int], fraction: float = COPY_FRACTION) -> bool:
     """A "remaining" file holding most of a deleted body is a copy of it (a leak), not remaining code."""
     hits: dict[str, int] = {}
     chars: dict[str, int] = {}
@@ -189,7 +190,7 @@ def _is_copy(found: list[Fingerprint], lines_of: Mapping[str, int]) -> bool:
             chars[f.entity] = chars.get(f.entity, 0) + len(f.text)
     # two short lines (``return self._validated(value)`` in every field of marshmallow's fields.py) are
     # the module's idiom, not a copy: a copy also holds COPY_MIN_CHARS of the body
-    return any(n >= 2 and n >= COPY_FRACTION * lines_of[e] and chars[e] >= COPY_MIN_CHARS for e, n in hits.items())
+    return any(n >= 2 and n >= fraction * lines_of[e] and chars[e] >= COPY_MIN_CHARS for e, n in hits.items())
 
 
 def _defines_a_copy(blob: bytes, found: list[Fingerprint], lines_of: Mapping[str, int],
@@ -211,11 +212,12 @@ def _defines_a_copy(blob: bytes, found: list[Fingerprint], lines_of: Mapping[str
                 return True
             continue
         for path, (start, end) in defs.items():
-            if entity == path or entity.endswith("." + path):
-                inside = b"".join(squashed_lines[start - 1:end])
-                mine = [f for f in found if f.entity == entity and f.text.encode() in inside]
-                if _is_copy(mine, lines_of):
-                    return True
+            inside = b"".join(squashed_lines[start - 1:end])
+            mine = [f for f in found if f.entity == entity and f.text.encode() in inside]
+            # at its own place, most of the body; under another name, all of it (a renamed copy)
+            same_place = entity == path or entity.endswith("." + path)
+            if _is_copy(mine, lines_of, COPY_FRACTION if same_place else RENAMED_COPY_FRACTION):
+                return True
     return False
 
 
