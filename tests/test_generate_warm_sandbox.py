@@ -77,3 +77,14 @@ def test_a_hung_run_is_killed_in_time_and_the_server_keeps_serving(warm):
     assert report.timed_out and time.monotonic() - start < 30
     again = box.run(env, src, RunRequest(tests=("tests/test_stats.py::test_mean_ints",), timeout_s=120)).report
     assert again.all_ok(("tests/test_stats.py::test_mean_ints",))
+
+
+@pytest.mark.slow
+def test_a_forked_run_fails_a_test_past_its_deadline(warm):
+    """``test_deadline_s`` holds in a run forked from the server (the battery's stand-ins run there)."""
+    box, _, env, src = warm
+    tests = ("tests/test_probes.py::test_hangs", "tests/test_stats.py::test_mean_ints")
+    start = time.monotonic()
+    report = box.run(env, src, RunRequest(tests=tests, timeout_s=60, test_deadline_s=1.0)).report
+    assert time.monotonic() - start < 30 and not report.timed_out
+    assert report.outcome_of(tests[0]).value == "failed" and report.all_ok(tests[1:]), report.output_tail

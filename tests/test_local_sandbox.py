@@ -117,6 +117,27 @@ def test_stop_at_failure_ends_the_run_after_the_first_failing_test(toy) -> None:
     out = sandbox.run(env, root, RunRequest(tests=("tests/test_toy.py",), timeout_s=120, stop_after=after))
     assert out.report.outcomes() == {n: whole[n] for n in order[:2]}
 
+def test_a_test_past_its_deadline_fails_and_the_run_goes_on(toy) -> None:
+    """``test_deadline_s``: a looping test fails after the deadline (even one whose loop catches every
+    Exception, or every BaseException once), the run goes on to the next test; without it, the loop runs
+    into the run's limit and nothing after it is reported."""
+    sandbox, env, root = toy
+    write(root, {"loops/test_loops.py": (
+        "def test_spins():\n    while True:\n        try:\n            pass\n        except Exception:\n"
+        "            pass\n\n"
+        "def test_swallows_once():\n    try:\n        while True:\n            pass\n"
+        "    except BaseException:\n        pass\n    while True:\n        pass\n\n"
+        "def test_after():\n    assert True\n")})
+    start = time.monotonic()
+    out = sandbox.run(env, root, RunRequest(tests=("loops/test_loops.py",), timeout_s=60, test_deadline_s=1.0))
+    assert time.monotonic() - start < 30
+    assert out.report.outcomes() == {"loops/test_loops.py::test_spins": Outcome.FAILED,
+                                     "loops/test_loops.py::test_swallows_once": Outcome.FAILED,
+                                     "loops/test_loops.py::test_after": Outcome.PASSED}, out.report.output_tail
+    out = sandbox.run(env, root, RunRequest(tests=("loops/test_loops.py::test_spins",), timeout_s=4))
+    assert out.report.timed_out and out.report.outcome_of("loops/test_loops.py::test_spins") is Outcome.MISSING
+
+
 def test_environment_is_scrubbed(toy, monkeypatch: pytest.MonkeyPatch) -> None:
     sandbox, env, root = toy
     monkeypatch.setenv("TASKFORGE_TEST_SECRET", "hunter2")

@@ -51,6 +51,8 @@ REQUEST.json keys (unknown keys are ignored):
     stop_at_failure  bool       ``--maxfail=1``: stop after the first failing test (the tests run up to it
                                 ran exactly as in a whole run; the rest are absent)
     stop_after       str        a node id: stop once that test has run (``StopAfter``); absent: run all
+    test_deadline_s  float      > 0: a test still running after this many seconds fails (``TestDeadline``);
+                                for our own stand-ins at validation, which can make the code loop
     shadow_allowed   list[str]  top-level names the workspace may define (grading runs; see above)
     grading          bool       a grading run (see above)
 
@@ -288,6 +290,45 @@ class StopAfter:
         if report.when == "teardown" and report.nodeid == self.nodeid and self.session is not None \
                 and type(report).__name__ not in SUBTEST_REPORTS:
             self.session.shouldfail = f"stopped after {self.nodeid} (stop_after)"
+
+
+class TestDeadlineExceeded(BaseException):
+    """Raised in a test that ran past ``test_deadline_s``: a BaseException, so ``except Exception`` in the
+    code under test does not swallow it, and not one pytest re-raises (it is the test's failure)."""
+
+
+class TestDeadline:
+    """A test still running ``seconds`` after it started fails (``TestDeadlineExceeded`` from SIGALRM, raised
+    again every second until the test ends, in case the code under test catches it).
+
+    For trusted runs only (the battery's stand-ins): a stand-in that makes the code loop then costs one
+    deadline, and a failing test is the witness that ends its grading, not the whole run's time limit
+    (markdown's ListIndentProcessor: four stand-in gradings ran into their 47 s limit, 188 s of one
+    candidate's 231). It can only turn a test into a failure. A loop inside C code is interrupted only when
+    the C call returns: the run's own limit still holds.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = float(seconds)
+        self.nodeid = ""
+
+    def _expired(self, _signum: int, _frame: Any) -> None:
+        raise TestDeadlineExceeded(f"{self.nodeid} ran past its {self.seconds:g}s deadline (test_deadline_s)")
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        import signal
+
+        self.nodeid = nodeid
+        try:
+            signal.signal(signal.SIGALRM, self._expired)
+        except ValueError:  # not the main thread: no deadline (the run's own limit holds)
+            return
+        signal.setitimer(signal.ITIMER_REAL, self.seconds, 1.0)
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        import signal
+
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
 
 
 FULL_TRACEBACKS = 25  # tracebacks: true formats this many failures; an output tail shows fewer anyway
@@ -584,6 +625,9 @@ def main(argv: list[str]) -> int:
     plugins.append(BriefFailures(0 if request.get("tracebacks", True) is False else FULL_TRACEBACKS))
     if request.get("stop_after") and not collect_only:
         plugins.append(StopAfter(str(request["stop_after"])))
+    deadline = request.get("test_deadline_s")
+    if isinstance(deadline, (int, float)) and not isinstance(deadline, bool) and deadline > 0 and not collect_only:
+        plugins.append(TestDeadline(float(deadline)))
     exit_code = 3
     try:
         exit_code = int(pytest.main(args, plugins=[plugin, *plugins]))

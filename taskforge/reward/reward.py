@@ -125,7 +125,7 @@ def grading_limit_s(task: Task, settings: Settings) -> float:
 def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, settings: Settings | None = None,
            timeout_s: float | None = None, envs: EnvCache | None = None, tracebacks: bool = True,
            trusted: bool = False, plan_seed: int | None = None, stop_at_failure: bool = False,
-           stop_after: str = "") -> RewardResult:
+           stop_after: str = "", test_deadline_s: float = 0.0) -> RewardResult:
     """Grade ``patch`` (a unified diff against the broken workspace) on ``task`` in a fresh workspace.
 
     ``tracebacks=False`` runs pytest with ``--tb=no`` (validation reads outcomes only); scores are the same.
@@ -137,7 +137,8 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
     ``stop_at_failure``: pytest stops after the first failing test (``--maxfail=1``); ``stop_after`` (a node
     id): once that test has run. ``outcomes`` then cover the tests run up to there (the rest ``missing``,
     so such a grading scores 0 unless it ran everything); with ``stop_at_failure`` alone the binary score
-    is the whole grading's (a failure scores 0 either way).
+    is the whole grading's (a failure scores 0 either way). ``test_deadline_s`` (trusted gradings only;
+    ignored otherwise): a test running longer fails (``RunRequest.test_deadline_s``).
     """
     settings = settings or Settings()
     timeout = float(timeout_s if timeout_s is not None else grading_limit_s(task, settings))
@@ -163,6 +164,7 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
         args, plan, flags, detail, read_only, allowed = outcome
         request = RunRequest(tests=tuple(args), timeout_s=timeout, tracebacks=tracebacks,
                              stop_at_failure=stop_at_failure, stop_after=stop_after,
+                             test_deadline_s=test_deadline_s if trusted else 0.0,
                              env={"PYTEST_ADDOPTS": "", "PYTEST_PLUGINS": ""}, read_only=read_only,
                              shadow_allowed=allowed, grading=not trusted)
         run_start = time.monotonic()

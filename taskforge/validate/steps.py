@@ -40,7 +40,8 @@ Every run is killed after ``run_limit_s`` (k x the baseline's slowest suite run 
    deleted code (``taskforge.audit.audit``) -> ``LEAK_FOUND``.
 7. ``battery`` (``Settings.battery``): cheap stand-ins for the deleted code graded on the hidden tests
    (``taskforge.validate.battery``) -> ``CHEATABLE``; grading stops once the verdict is certain, and
-   each stand-in runs only up to a witness (a hidden test the first stand-in failed) unless one passes it.
+   each stand-in runs only up to a witness (a hidden test the first stand-in failed) unless one passes it;
+   a hidden test that loops under a stand-in fails at a deadline (``BATTERY_DEADLINE_*``) and is a witness.
 
 The warm sandbox's runs (every check above but the gold gradings, which are confined) share a cache of
 assert-rewritten test modules keyed by their bytes (``sandboxes/runner/rewrite_cache.py``): a test file
@@ -75,6 +76,12 @@ from taskforge.validate.jobs import MODES, CandidateJob, CandidateResult, change
 from taskforge.validate.task_record import build_task, entity_source, make_instance_id
 from taskforge.validate.worker import FixedEnv, environment_index, load_profile, prepared_env, sandbox_for
 from taskforge.validate.workspace_files import remove_whole_files, write_files
+
+# a hidden test still running under a stand-in after FLOOR + FACTOR x the slowest hidden test's baseline
+# duration fails (``RunRequest.test_deadline_s``): only a stand-in that passes a test but runs it 10x slower
+# than the original code, plus 5 s, could be misjudged, and such a stand-in times out an agent's grading too
+BATTERY_DEADLINE_FLOOR_S = 5.0
+BATTERY_DEADLINE_FACTOR = 10.0
 
 
 def validate_candidate(job: CandidateJob) -> CandidateResult:
@@ -182,7 +189,8 @@ class _Validation:
 
     def grade(self, task: Task, patch: str, trees: Any, *, trusted: bool = False,
               timeout_s: float | None = None, settings: Settings | None = None,
-              plan_seed: int | None = None, stop_at_failure: bool = False, stop_after: str = "") -> Any:
+              plan_seed: int | None = None, stop_at_failure: bool = False, stop_after: str = "",
+              test_deadline_s: float = 0.0) -> Any:
         """Grade through the reward path; ``trusted`` (our own code: the empty patch, the battery's
         stand-ins) may fork from the warm sandbox, the gold patch is graded as an agent's patch is."""
         from taskforge.reward.reward import reward
@@ -191,7 +199,7 @@ class _Validation:
         res = reward(task, patch, sandbox=self.sandbox, trees=trees, tracebacks=self.naive,
                      settings=settings or self.settings, trusted=trusted, timeout_s=timeout_s or self.limit_s,
                      envs=FixedEnv(self.env_for_run()), plan_seed=plan_seed,  # type: ignore[arg-type]
-                     stop_at_failure=stop_at_failure, stop_after=stop_after)
+                     stop_at_failure=stop_at_failure, stop_after=stop_after, test_deadline_s=test_deadline_s)
         self.test_seconds += time.monotonic() - t
         return res
 
@@ -363,12 +371,18 @@ class _Validation:
         # a stand-in can make the code under test loop: a few times what the gold grading took is plenty
         gold_s = max((r.seconds for r in self.runs if r.check == "gold_patch"), default=10.0)
         timeout = min(self.limit_s, max(30.0, 5 * gold_s))
+        # ... and one test that loops fails after a few times its baseline duration: the failure is the
+        # witness that ends the stand-in's grading (``run_battery``), instead of the grading's time limit
+        durations = self.profile.baseline.durations
+        deadline = BATTERY_DEADLINE_FLOOR_S + BATTERY_DEADLINE_FACTOR * max(
+            (float(durations.get(n, 0.0)) for n in task.fail_to_pass), default=0.0)
         lenient = dataclasses.replace(self.settings, monitor_zero=False)  # a score means the tests were fooled
         seed = secrets.randbits(64)
 
         def grade(patch: str, stop_at_failure: bool = False, stop_after: str = "") -> Any:
             return self.grade(hidden_only, patch, trees, trusted=True, timeout_s=timeout, settings=lenient,
-                              plan_seed=seed, stop_at_failure=stop_at_failure, stop_after=stop_after)
+                              plan_seed=seed, stop_at_failure=stop_at_failure, stop_after=stop_after,
+                              test_deadline_s=deadline if deadline < timeout else 0.0)
 
         def record(name: str, stop: str, res: Any) -> None:
             self.runs.append(ValidationRun(f"battery_{name}{'_' + stop if stop else ''}", 1,

@@ -1,0 +1,70 @@
+"""A stand-in that makes the code under test loop costs one test deadline, not the grading's time limit.
+
+``minipkg.walk.cycle_len`` loops until ``next_index`` wraps to 0; with ``next_index`` stood in for by
+``None`` it never does. Before the deadline (``RunRequest.test_deadline_s``), that stand-in's grading ran
+into the battery's limit (at least 30 s; markdown 3.11.3's ListIndentProcessor: 4 gradings x 47 s); with it
+the looping test fails after ``BATTERY_DEADLINE_FLOOR_S`` and is the witness that ends the grading.
+"""
+
+from __future__ import annotations
+
+import pytest
+from generate_fixtures import make_mini_project
+
+from generators.candidates import Candidate
+from sandboxes.fakes import HostSandbox
+from taskforge.core.settings import Settings
+from taskforge.pipeline.generate import ProfileJob, profile_source
+from taskforge.validate.steps import BATTERY_DEADLINE_FLOOR_S, CandidateJob, validate_candidate
+
+WALK = '''\
+"""Walking a ring of positions."""
+
+
+def next_index(i, n):
+    """The position after ``i`` on a ring of ``n`` positions."""
+    j = i + 1
+    if j >= n:
+        j = 0
+    return j
+
+
+def cycle_len(n):
+    """Steps from position 0 back to position 0."""
+    i = next_index(0, n)
+    steps = 1
+    while i != 0:
+        i = next_index(i, n)
+        steps += 1
+    return steps
+'''
+
+TEST_WALK = '''\
+from minipkg.walk import cycle_len, next_index
+
+
+def test_next_index():
+    assert next_index(1, 3) == 2
+    assert next_index(2, 3) == 0
+
+
+def test_cycle_len():
+    assert cycle_len(3) == 3
+    assert cycle_len(1) == 1
+'''
+
+
+@pytest.mark.slow
+def test_a_looping_stand_in_fails_at_the_deadline_and_the_task_is_accepted(tmp_path) -> None:
+    src = make_mini_project(tmp_path / "minipkg", {"minipkg/walk.py": WALK, "tests/test_walk.py": TEST_WALK})
+    settings = Settings.load({"work_dir": str(tmp_path / "work"), "baseline_runs": 2, "test_timeout_s": 300})
+    profile = profile_source(ProfileJob(str(src), settings.to_dict(), sandbox=HostSandbox()))
+    cand = Candidate("stub:minipkg.walk.next_index", "stub", "minipkg.walk.next_index",
+                     ("tests/test_walk.py::test_next_index", "tests/test_walk.py::test_cycle_len"), 1.0, "")
+    res = validate_candidate(CandidateJob(profile.profile_dir, cand, settings.to_dict(), sandbox=HostSandbox()))
+    assert res.task is not None, res.rejected
+    battery = {r.check: r for r in res.task.validation if r.check.startswith("battery_")}
+    none = next(r for name, r in battery.items() if name.startswith("battery_none"))
+    assert none.outcomes.get("tests/test_walk.py::test_cycle_len") == "failed", battery  # the loop, cut
+    assert none.seconds < BATTERY_DEADLINE_FLOOR_S + 15, battery
+    assert sum(r.seconds for r in battery.values()) < 60, battery
