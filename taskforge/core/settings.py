@@ -43,6 +43,12 @@ class Settings:
     baseline_runs: int = _doc("Full-suite runs on pristine code; inconsistent tests are flaky (the grading check "
                               "grades every reliable test once more, so 2 runs + the check observe each one 3 "
                               "times).", 2)
+    baseline_more_runs_max_s: float = _doc("Runs after the first (coverage) one are skipped when it took "
+                                           "longer than this many seconds: the grading check still observes "
+                                           "every reliable test a second time, and validation then grades "
+                                           "each gold patch as often as validation_repeats asks (0 = never "
+                                           "skip). Coverage costs 4x on a pure-Python suite: more-itertools' "
+                                           "40 s suite took 164 s with it.", 120.0)
     validation_repeats: int = _doc("Repeats of every validation check; any disagreement rejects.", 2)
     test_timeout_s: float = _doc("Wall-clock limit of one test-suite run, in seconds.", 900.0)
     install_timeout_s: float = _doc("Wall-clock limit of building an environment, in seconds.", 1200.0)

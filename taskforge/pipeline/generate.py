@@ -118,7 +118,7 @@ def profile_key(job: ProfileJob) -> str:
     backend = job.sandbox.name if job.sandbox is not None else s.get("sandbox")
     ident = json.dumps([job.source, job.rev, s.get("baseline_runs"), s.get("python"), backend,
                         s.get("base_image") if s.get("sandbox") != "local" else "", profile_code_hash(),
-                        s.get("grading_check", True)],
+                        s.get("grading_check", True), s.get("baseline_more_runs_max_s")],
                        sort_keys=True)
     return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
