@@ -123,3 +123,17 @@ def test_a_project_pytest_itself_imports_is_refused_before_an_image_is_built(tmp
     spec = EnvSpec(project_name="pluggy", python="3.11", install_target=".", requirements=())
     with pytest.raises(EnvironmentBuildError, match=r"part of the test runner itself \(pytest -> pluggy\)"):
         DockerSandbox(settings, client).prepare(spec, repo)
+
+
+def test_a_test_past_its_deadline_fails_in_docker_as_in_local(both, tmp_path):
+    """``test_deadline_s`` (the battery's stand-ins) holds in a container: the looping test fails, the rest runs."""
+    (docker_box, denv), (local_box, lenv), repo = both
+    ws = tmp_path / "ws"
+    shutil.copytree(repo, ws)
+    (ws / "tests" / "test_loop.py").write_text("def test_spins():\n    while True:\n        pass\n\n"
+                                               "def test_after():\n    pass\n")
+    req = RunRequest(tests=("tests/test_loop.py",), timeout_s=60, test_deadline_s=1.0)
+    d, loc = docker_box.run(denv, ws, req).report, local_box.run(lenv, ws, req).report
+    want = {"tests/test_loop.py::test_spins": Outcome.FAILED, "tests/test_loop.py::test_after": Outcome.PASSED}
+    assert d.outcomes() == loc.outcomes() == want, d.output_tail
+    assert not d.timed_out
