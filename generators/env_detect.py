@@ -32,7 +32,7 @@ from generators.optional_imports import (
     pick_extras,
     scan_package_imports,
 )
-from generators.requirement_sets import choose_requirement_set, requirement_files
+from generators.requirement_sets import choose_requirement_set, requirement_files, tox_test_paths
 from generators.setup_py import setup_py_extras, setup_py_name_constant
 from taskforge.core.environment import EnvSpec, normalise_name
 
@@ -113,6 +113,10 @@ def detect_env(repo: Path, *, python: str = "3.11", name_hint: str = "") -> EnvS
 
     ini, ini_origin = _pytest_ini(repo, pyproject, setup_cfg, tox_ini)
     test_paths, why = _test_paths(repo, ini, ini_origin, package_dirs)
+    from_tox = tox_test_paths(repo, tox_ini, python) if not _as_list(ini.get("testpaths")) else ()
+    if len(from_tox) > 1 or (from_tox and from_tox != test_paths):
+        # pyparsing 3.3.3: ``pytest tests examples/tiny/tests``; tests/ alone left 31 of plain pytest's passes
+        test_paths, why = from_tox, f"the paths tox's pytest command gives ({', '.join(from_tox)}; no testpaths set)"
     notes.append(f"test_paths: {why}")
     doctest_paths = tuple(p for p in test_paths if _holds_project_code(p, src_roots, package_dirs))
     if doctest_paths:

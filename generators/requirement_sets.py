@@ -197,6 +197,49 @@ def _tox_deps(repo: Path, tox: configparser.ConfigParser, python: str) -> Requir
     return RequirementSet(f"tox.ini [{section}] deps", tuple(dict.fromkeys(deps)))
 
 
+_PYTEST_COMMAND = re.compile(r"^(?:\S*/)?(?:pytest|py\.test|python3?(?:\.\d+)? -m pytest|coverage run -m pytest)\s(.*)$")
+
+
+def tox_test_paths(repo: Path, tox: configparser.ConfigParser, python: str) -> tuple[str, ...]:
+    """The paths the tox environment of ``python`` gives pytest (``commands = unit: pytest tests
+    examples/tiny/tests {posargs}`` -> ``("tests", "examples/tiny/tests")``): the directories and ``.py``
+    files among its arguments that exist in ``repo``; ``()`` when no command runs pytest with one. Factor
+    conditions are read as for ``deps``."""
+    major, _, minor = python.partition(".")
+    own = {f"py{major}{minor}", f"py{major}.{minor}", f"py{major}"}
+    factors = tox_factors(tox, python)
+    section = next((s for s in tox.sections() if s.startswith("testenv:") and tox.has_option(s, "commands")
+                    and own & {f.strip() for f in s.split(":", 1)[1].split(",")}), "")
+    section = section or ("testenv" if tox.has_option("testenv", "commands") else "")
+    if not section:
+        return ()
+    paths: list[str] = []
+    for raw in tox.get(section, "commands", raw=True).splitlines():
+        line = raw.split(" #", 1)[0].strip()
+        head, sep, rest = line.partition(":")
+        if sep and rest[:1] == " " and re.fullmatch(r"[\w.,!{}-]+", head.strip()):
+            if not factor_condition_holds(head, factors):
+                continue
+            line = rest.strip()
+        m = _PYTEST_COMMAND.match(line)
+        if m is None:
+            continue
+        args = m.group(1).split()
+        skip_next = False
+        for arg in args:
+            if skip_next:
+                skip_next = False
+                continue
+            if arg.startswith("-"):
+                skip_next = arg in ("-p", "-k", "-m", "-c", "-o", "--rootdir", "--ignore", "--deselect")
+                continue
+            rel = arg.split("::", 1)[0].strip("'\"").rstrip("/")
+            if rel and "{" not in rel and not rel.startswith("/") and ".." not in rel.split("/") \
+                    and ((repo / rel).is_dir() or (rel.endswith(".py") and (repo / rel).is_file())):
+                paths.append(rel)  # not natsort's ``pytest README.rst``: a doctest command, not the suite
+    return tuple(dict.fromkeys(paths))
+
+
 def _requirement_file(repo: Path, python: str) -> RequirementSet | None:
     files = [f for f in requirement_files(repo)]
     if not files:

@@ -172,6 +172,33 @@ def test_tox_factor_conditions_of_the_test_env(tmp_path: Path) -> None:
     assert detect_env(tmp_path, python="3.11").requirements == ("pytest", "matplotlib; python_version <= '3.15'")
 
 
+def test_tox_pytest_command_paths_are_the_test_paths(tmp_path: Path) -> None:
+    """pyparsing 3.3.3: ``unit: pytest tests examples/tiny/tests {posargs}`` and no testpaths; tests/ alone
+    left out the 31 passing tests of examples/tiny/tests that plain pytest (and the project's CI) runs."""
+    write(tmp_path, {
+        "pyproject.toml": "[project]\nname = 'facty'\n",
+        "tox.ini": """
+            [tox]
+            envlist = py{310,311}-{unit,doctest}
+            [testenv]
+            deps = unit: pytest
+            commands =
+                unit: pytest tests examples/tiny/tests -p no:warnings {posargs}
+                doctest: sphinx-build -b doctest docs docs/_build
+                pytest README.rst
+                py310: pytest never_this
+            """,
+        "facty/__init__.py": "",
+        "tests/test_t.py": "def test_t():\n    pass\n",
+        "examples/tiny/tests/test_tiny.py": "def test_tiny():\n    pass\n", "README.rst": ">>> 1\n1\n",
+    })
+    spec = detect_env(tmp_path, python="3.11")
+    assert spec.test_paths == ("tests", "examples/tiny/tests")  # not README.rst (natsort: a doctest command)
+    assert any("tox's pytest command" in n for n in spec.notes)
+    write(tmp_path, {"pyproject.toml": "[project]\nname = 'facty'\n[tool.pytest.ini_options]\ntestpaths = ['tests']\n"})
+    assert detect_env(tmp_path, python="3.11").test_paths == ("tests",)  # configured testpaths win
+
+
 @pytest.mark.parametrize("config", [
     {"setup.py": "from setuptools import setup\nsetup(name='yamlish', package_dir={'': 'lib'}, packages=['yamlish'])\n"},
     {"setup.cfg": "[metadata]\nname = yamlish\n[options]\npackage_dir =\n    =lib\n"},
