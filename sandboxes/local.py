@@ -287,6 +287,9 @@ def run_env(spec: EnvSpec, workspace: Path, venv: Path, scratch: Path,
         "LC_ALL": "C.UTF-8",
         "LANG": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",
+        # mypy writes .mypy_cache into its cwd, and crashes when that is a read-only test folder (typeguard
+        # 4.6.1 runs mypy in tests/mypy/); a cache of the original code is also a leak we never want to write
+        "MYPY_CACHE_DIR": str(scratch / "tmp" / "mypy-cache"),
         "PYTHONPATH": os.pathsep.join(str((workspace / r).resolve()) for r in spec.src_roots),
     }
     if token := reaper.run_token():  # marks the run's processes for the watchdog of sandboxes.reaper

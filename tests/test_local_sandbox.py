@@ -147,6 +147,20 @@ def test_environment_is_scrubbed(toy, monkeypatch: pytest.MonkeyPatch) -> None:
         out.report.output_tail
 
 
+def test_mypy_caches_outside_a_read_only_test_folder(toy) -> None:
+    """typeguard 4.6.1 runs ``mypy`` with its cwd in tests/mypy/, read-only in every run: mypy crashed
+    writing ``.mypy_cache`` there. ``MYPY_CACHE_DIR`` points at the run's scratch (never the workspace)."""
+    sandbox, env, root = toy
+    write(root, {"rocache/test_cache.py": (
+        "import os\n\ndef test_cache_dir():\n    d = os.environ['MYPY_CACHE_DIR']\n"
+        "    assert not os.path.realpath(d).startswith(os.path.realpath(os.getcwd()))\n"
+        "    os.makedirs(d, exist_ok=True)\n    open(os.path.join(d, 'x'), 'w').close()\n"
+        "    try:\n        open(os.path.join(os.path.dirname(__file__), 'x'), 'w')\n"
+        "    except OSError:\n        pass\n    else:\n        raise AssertionError('test folder writable')\n")})
+    out = sandbox.run(env, root, RunRequest(tests=("rocache/test_cache.py",), timeout_s=120, read_only=("rocache",)))
+    assert out.report.outcomes() == {"rocache/test_cache.py::test_cache_dir": Outcome.PASSED}, out.report.output_tail
+
+
 def test_no_network_when_platform_allows(toy) -> None:
     sandbox, env, root = toy
     if not sandbox.network_isolated:
