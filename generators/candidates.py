@@ -85,9 +85,10 @@ def skip_reason(entity: Entity, covering: frozenset[str],
     return None
 
 
-def covering_tests(entity: Entity, profile: Any) -> frozenset[str]:
+def covering_tests(entity: Entity, profile: Any, *, names_remain: bool = False) -> frozenset[str]:
     """Reliable tests that execute the entity's body (a module: any line of the file), and those of the
-    test modules whose import uses it (module docstring)."""
+    test modules whose import uses it (module docstring; ``names_remain``: for a stub, see
+    ``generators.import_time``)."""
     reliable = profile.baseline.reliable
     if entity.kind is EntityKind.MODULE:
         found = frozenset().union(*(
@@ -98,17 +99,17 @@ def covering_tests(entity: Entity, profile: Any) -> frozenset[str]:
         found = profile.coverage.tests_for_entity(entity, among=reliable)
     from generators.cli_tests import cli_tests
 
-    return found | import_time_tests(entity, profile) | cli_tests(entity, profile)
+    return found | import_time_tests(entity, profile, names_remain=names_remain) | cli_tests(entity, profile)
 
 
-def import_time_tests(entity: Entity, profile: Any) -> frozenset[str]:
+def import_time_tests(entity: Entity, profile: Any, *, names_remain: bool = False) -> frozenset[str]:
     """Reliable tests of the test files whose import uses ``entity`` (``generators.import_time``)."""
     from generators.import_time import import_time_users
 
     repo = getattr(profile, "repo_dir", None)
     if repo is None or not getattr(profile.index, "test_files", ()):
         return frozenset()
-    files = import_time_users(profile.index, repo).get(entity.qualname)
+    files = import_time_users(profile.index, repo, names_remain=names_remain).get(entity.qualname)
     if not files:
         return frozenset()
     return frozenset(t for t in profile.baseline.reliable if t.split("::", 1)[0] in files)
@@ -127,10 +128,14 @@ def propose(profile: Any, strategies: Sequence[Any], seed: int = 0) -> tuple[lis
         applicable = [s for s in strategies if s.applies_to(entity)]
         if not applicable:
             continue
-        covering = covering_tests(entity, profile)
-        reason = skip_reason(entity, covering, runner_files)
+        every = covering_tests(entity, profile)
+        reason = skip_reason(entity, every, runner_files)
         for strategy in applicable:
             cid = f"{strategy.name}:{entity.qualname}"
+            covering = covering_tests(entity, profile, names_remain=True) if strategy.name == "stub" else every
+            if not covering:  # only bindings of the bare name used it: nothing a stub breaks
+                rejected.append(Rejected(cid, RejectReason.NO_COVERING_TESTS))
+                continue
             if reason is not None:
                 rejected.append(Rejected(cid, reason))
                 continue

@@ -87,3 +87,37 @@ def test_import_time_users_count_as_covering_tests(tmp_path: Path) -> None:
     # no per-test coverage at all: the schema in tests/base.py still makes test_blog cover ListField
     assert covering_tests(index.entity("pkg.ListField"), profile) == {"tests/test_blog.py::test_blog"}
     assert covering_tests(index.entity("pkg.helper"), profile) == frozenset()
+
+
+MIXIN = '''\
+import pkg
+
+
+class HelperMixin:
+    function = pkg.helper
+    kind = pkg.ListField
+
+
+class TestHelper(HelperMixin):
+    def test_it(self):
+        assert self.function(1) == 2
+'''
+
+
+def test_a_bare_binding_is_a_use_for_a_deletion_not_for_a_stub(tmp_path: Path) -> None:
+    """more-itertools 11.2.1: ``cls = mi.seekable`` in a mixin's class body made all 600 tests of
+    tests/test_more.py cover ``seekable``. Binding the name runs nothing: a stub (the name stays) breaks no
+    import there; a deletion (the name gone) does. A call at import time is a use for both."""
+    index, root = _tree(tmp_path)
+    (root / "tests" / "test_mixin.py").write_text(MIXIN)
+    index = build_index(root, EnvSpec("pkg", "3.11", ".", package_dirs=("pkg",), test_paths=("tests",)))
+    users = import_time_users(index, root)
+    stub_users = import_time_users(index, root, names_remain=True)
+    assert "tests/test_mixin.py" in users["pkg.helper"] and "tests/test_mixin.py" in users["pkg.ListField"]
+    assert "pkg.helper" not in stub_users  # only the binding in the mixin
+    assert stub_users["pkg.ListField"] == {"tests/base.py", "tests/test_blog.py"}  # the call in BlogSchema
+    reliable = frozenset({"tests/test_mixin.py::TestHelper::test_it", "tests/test_other.py::test_helper"})
+    profile = SimpleNamespace(index=index, repo_dir=root, coverage=CoverageMap({}),
+                              baseline=SimpleNamespace(reliable=reliable))
+    assert covering_tests(index.entity("pkg.helper"), profile) == {"tests/test_mixin.py::TestHelper::test_it"}
+    assert covering_tests(index.entity("pkg.helper"), profile, names_remain=True) == frozenset()
