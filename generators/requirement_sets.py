@@ -225,6 +225,8 @@ def tox_test_paths(repo: Path, tox: configparser.ConfigParser, python: str) -> t
         if m is None:
             continue
         args = m.group(1).split()
+        if "--pyargs" in args:  # names are importable packages, not paths
+            continue
         skip_next = False
         for arg in args:
             if skip_next:
