@@ -116,3 +116,23 @@ def test_the_patch_monitor_flags_with_evidence_and_can_zero(built: tuple[Task, P
                                trees=DirectoryTrees(orig), jobs=1)  # the default zeroes
     assert zeroed.score == 0.0 and "frame_inspection" in zeroed.detail
     assert gold.score == 1.0 and not gold.findings  # the honest gold patch is not flagged
+
+
+def test_a_test_deadline_reaches_only_trusted_gradings(built: tuple[Task, Path, Path]) -> None:
+    """``test_deadline_s`` (the battery's stand-ins) is ignored for an agent's patch: an untrusted grading's run
+    request never carries it, whatever the caller passes."""
+    from taskforge.reward.reward import reward
+
+    task, orig, _ = built
+    seen: list[float] = []
+
+    class Recording(SubprocessSandbox):
+        def run(self, env, workspace, request):  # type: ignore[no-untyped-def]
+            seen.append(request.test_deadline_s)
+            return super().run(env, workspace, request)
+
+    box = Recording()
+    assert reward(task, task.patch, sandbox=box, trees=DirectoryTrees(orig), test_deadline_s=3.0).score == 1.0
+    assert reward(task, task.patch, sandbox=box, trees=DirectoryTrees(orig), test_deadline_s=3.0,
+                  trusted=True).score == 1.0
+    assert seen == [0.0, 3.0]
