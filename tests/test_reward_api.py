@@ -136,3 +136,25 @@ def test_a_test_deadline_reaches_only_trusted_gradings(built: tuple[Task, Path, 
     assert reward(task, task.patch, sandbox=box, trees=DirectoryTrees(orig), test_deadline_s=3.0,
                   trusted=True).score == 1.0
     assert seen == [0.0, 3.0]
+
+
+def test_gradings_of_one_battery_run_their_tests_in_one_order(built: tuple[Task, Path, Path]) -> None:
+    """Trusted gradings with one ``plan_seed`` (a battery's stand-ins) get one order of test ids, so a stand-in
+    graded up to another's first failure runs what that one ran; an agent's grading is shuffled afresh."""
+    from taskforge.reward.reward import reward
+
+    task, orig, _ = built
+    seen: list[tuple[str, ...]] = []
+
+    class Recording(SubprocessSandbox):
+        def run(self, env, workspace, request):  # type: ignore[no-untyped-def]
+            seen.append(tuple(a for a in request.tests if "::" in a))
+            return super().run(env, workspace, request)
+
+    box = Recording()
+    for _ in range(2):
+        reward(task, task.patch, sandbox=box, trees=DirectoryTrees(orig), trusted=True, plan_seed=7)
+    for _ in range(3):
+        reward(task, task.patch, sandbox=box, trees=DirectoryTrees(orig))
+    assert len(seen[0]) >= 6 and seen[0] == seen[1]
+    assert len({seen[2], seen[3], seen[4]}) > 1  # canary ids differ too: never one order for untrusted gradings
