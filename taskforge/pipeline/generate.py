@@ -22,7 +22,7 @@ import hashlib
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -219,6 +219,16 @@ def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: 
             if deadline is not None:
                 deadline.check()
             todo = [c for c in order if c.candidate_id not in results][:batch_size]
+            for c, same in [(c, duplicate_of(c, results)) for c in todo]:
+                if same:  # its task would be a copy: the dataset drops it, so it is not validated at all
+                    res = CandidateResult(c.candidate_id, Rejected(
+                        c.candidate_id, RejectReason.DUPLICATE, f"the accepted {same} stubs exactly {c.entity}"))
+                    write_atomic(_journal_path(journal, c.candidate_id), json.dumps(res.to_dict(), sort_keys=True),
+                                 durable=True)
+                    results[c.candidate_id] = res
+            todo = [c for c in todo if c.candidate_id not in results]
+            if not todo:
+                continue
             jobs = [CandidateJob(profile.profile_dir, c, settings.to_dict(), provenance, options.mode, sandbox)
                     for c in todo]
             for i, res in executor.map_unordered(validate_candidate, jobs):
@@ -242,6 +252,18 @@ def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: 
                                                 "to resume")) from exc
     sink.finish()
     return _summarize(profile, prof, writer, order, results, chosen, pre_rejected, options, start)
+
+
+def duplicate_of(cand: Candidate, results: Mapping[str, CandidateResult]) -> str:
+    """The accepted candidate whose task is ``cand``'s (``""``: none): a class stub stubs its methods and
+    records them as the task's entities, so the stub of a class with one stubbable method and the stub of that
+    method are one task (arrow 1.4.0: ``TzinfoParser`` and ``TzinfoParser.parse``, both validated, one dropped
+    by the dataset writer as a duplicate)."""
+    for cid, res in results.items():
+        task = res.task
+        if task is not None and task.strategy == cand.strategy and tuple(task.entities) == (cand.entity,):
+            return cid
+    return ""
 
 
 class SourceStopped(BaseException):
