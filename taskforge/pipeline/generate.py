@@ -221,11 +221,11 @@ def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: 
             todo = [c for c in order if c.candidate_id not in results][:batch_size]
             for c, same in [(c, duplicate_of(c, results)) for c in todo]:
                 if same:  # its task would be a copy: the dataset drops it, so it is not validated at all
-                    res = CandidateResult(c.candidate_id, Rejected(
+                    dup = CandidateResult(c.candidate_id, Rejected(
                         c.candidate_id, RejectReason.DUPLICATE, f"the accepted {same} stubs exactly {c.entity}"))
-                    write_atomic(_journal_path(journal, c.candidate_id), json.dumps(res.to_dict(), sort_keys=True),
+                    write_atomic(_journal_path(journal, c.candidate_id), json.dumps(dup.to_dict(), sort_keys=True),
                                  durable=True)
-                    results[c.candidate_id] = res
+                    results[c.candidate_id] = dup
             todo = [c for c in todo if c.candidate_id not in results]
             if not todo:
                 continue
