@@ -353,9 +353,15 @@ class Finalized:
 
 
 def finalize(before: str, edited: str, unbound: set[str] = frozenset()) -> Finalized:  # type: ignore[assignment]
-    """Drop the imports ``edited`` no longer uses but ``before`` did; report names left dangling."""
-    old = _summary_of_text(before)
-    new = _summary(edited)
+    """Drop the imports ``edited`` no longer uses but ``before`` did; report names left dangling.
+
+    A file in a newer Python's syntax than the running one (typeguard 4.6.1's ``type Foo = list[int]`` test
+    module: libcst reads it, ``ast`` under 3.11 does not, and it never collects here) is left as edited."""
+    try:
+        old = _summary_of_text(before)
+        new = _summary(edited)
+    except SyntaxError:
+        return Finalized(edited, frozenset(), ())
     dead = {b for b in new.imported if b in old.used and b not in new.used
             and not _mentioned_in_strings(b, new.strings)}
     text = cst.parse_module(edited).visit(_DropImports(dead)).code if dead else edited

@@ -75,3 +75,15 @@ def test_lark_tests_collected_through_main_are_hidden_and_the_rest_still_collect
         (repo / rel).write_text(text)
     after = collected()
     assert after == before - hide, (sorted(after - before)[:3], sorted(before - hide - after)[:3])
+
+
+def test_a_test_file_in_a_newer_pythons_syntax_is_edited_without_dropping_imports(tmp_path: Path) -> None:
+    """typeguard 4.6.1: a test module with ``type Foo = list[int]`` (3.12) crashed the candidate (an internal
+    error: ``ast.parse`` under 3.11 in the unused-import pass); libcst edits it, the imports stay."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_new.py").write_text(
+        "import os\n\ntype Foo = list[int]\n\n\ndef test_a():\n    assert os.sep\n\n\ndef test_b():\n    pass\n")
+    hidden = hide_tests(tmp_path, ["tests/test_new.py::test_a"])
+    after = hidden.files_after["tests/test_new.py"]
+    assert hidden.hidden == ("tests/test_new.py::test_a",)
+    assert "def test_a" not in after and "def test_b" in after and "import os" in after and "type Foo" in after
