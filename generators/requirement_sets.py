@@ -168,13 +168,18 @@ def factor_condition_holds(cond: str, factors: set[str]) -> bool:
                for alt in cond.split(","))
 
 
-def _tox_deps(repo: Path, tox: configparser.ConfigParser, python: str) -> RequirementSet | None:
+def _tox_section(tox: configparser.ConfigParser, python: str, option: str) -> str:
+    """The tox section of ``python`` that sets ``option`` (``[testenv:py311]``), else ``[testenv]``, else ""."""
     major, _, minor = python.partition(".")
     own = {f"py{major}{minor}", f"py{major}.{minor}", f"py{major}"}
-    factors = tox_factors(tox, python)
-    section = next((s for s in tox.sections() if s.startswith("testenv:") and tox.has_option(s, "deps")
+    section = next((s for s in tox.sections() if s.startswith("testenv:") and tox.has_option(s, option)
                     and own & {f.strip() for f in s.split(":", 1)[1].split(",")}), "")
-    section = section or ("testenv" if tox.has_option("testenv", "deps") else "")
+    return section or ("testenv" if tox.has_option("testenv", option) else "")
+
+
+def _tox_deps(repo: Path, tox: configparser.ConfigParser, python: str) -> RequirementSet | None:
+    factors = tox_factors(tox, python)
+    section = _tox_section(tox, python, "deps")
     if not section:
         return None
     deps: list[str] = []
@@ -205,12 +210,8 @@ def tox_test_paths(repo: Path, tox: configparser.ConfigParser, python: str) -> t
     examples/tiny/tests {posargs}`` -> ``("tests", "examples/tiny/tests")``): the directories and ``.py``
     files among its arguments that exist in ``repo``; ``()`` when no command runs pytest with one. Factor
     conditions are read as for ``deps``."""
-    major, _, minor = python.partition(".")
-    own = {f"py{major}{minor}", f"py{major}.{minor}", f"py{major}"}
     factors = tox_factors(tox, python)
-    section = next((s for s in tox.sections() if s.startswith("testenv:") and tox.has_option(s, "commands")
-                    and own & {f.strip() for f in s.split(":", 1)[1].split(",")}), "")
-    section = section or ("testenv" if tox.has_option("testenv", "commands") else "")
+    section = _tox_section(tox, python, "commands")
     if not section:
         return ()
     paths: list[str] = []
