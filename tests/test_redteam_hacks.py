@@ -202,7 +202,7 @@ def test_catalogue_implements_nothing_on_real_targets(package: str, tmp_path: Pa
         assert not gold & _added_lines(h.make(target)), h.name
 
 
-FORGERS = ("plugin_memory_forge", "stub_aware_forge")
+FORGERS = ("plugin_memory_forge", "stub_aware_forge", "canary_constant_assert_forge", "stub_aware_constant_forge")
 
 
 @pytest.mark.slow

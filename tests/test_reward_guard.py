@@ -182,3 +182,116 @@ def test_a_canary_copy_goes_after_what_its_definition_names(tmp_path: Path) -> N
                        fail_to_pass=["tests/test_h.py::test_case[1]"], rng=random.Random(seed))
         code = compile((ws / "tests/test_h.py").read_text(), "test_h.py", "exec")
         exec(code, {"__name__": "test_h"})  # NameError here before the fix
+
+
+_CHANGED_SRC = '''import unittest
+
+import pytest
+from lib import shout
+
+
+def test_shout():
+    out = shout("hi")
+    assert out == "HI!"
+
+
+@pytest.mark.parametrize("word, loud", [("a", "A!"), pytest.param("bc", "BC!", id="two")])
+def test_shout_table(word, loud):
+    assert shout(word) == loud
+
+
+def test_shout_number():
+    assert len(shout("abc")) == 4
+
+
+def test_roundtrip():
+    value = "x!"
+    assert shout(value).lower()[:-1] == value
+
+
+class TestShout(unittest.TestCase):
+    def test_method(self):
+        self.assertEqual(shout("q"), "Q!")
+'''
+
+
+def _outcomes(ws: Path, lib: str) -> dict[str, str]:
+    import subprocess
+    import sys
+
+    (ws / "lib.py").write_text(lib)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "tests"],
+                          cwd=ws, capture_output=True, text=True, timeout=120)
+    out = {}
+    for line in proc.stdout.splitlines():
+        word, _, rest = line.partition(" ")
+        if word in ("PASSED", "FAILED", "ERROR"):
+            out[rest.split(" - ")[0].strip()] = word.lower()
+    return out
+
+
+def test_must_fail_canaries_differ_from_their_original_in_one_expected_literal(tmp_path: Path) -> None:
+    """A forger that reads each test's source and leaves alone exactly the tests holding a false assertion over
+    literals (a check appended to a copy) found every must-fail canary and scored 1.0 on inflection, local and
+    docker. A must-fail copy of a stub caller now differs from its original only in an expected literal (or
+    a literal parametrize column): it fails in the stub, it fails against the gold code, and no assertion in
+    it can be decided without running the feature."""
+    import ast
+
+    from taskforge.reward.canaries import _sites
+    from taskforge.reward.strict_asserts import strict_source
+
+    tree = ast.parse(_CHANGED_SRC)
+    fns = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    assert _sites(fns["test_roundtrip"]) == []  # the expected value is also the input: changing it proves nothing
+    assert all(_sites(fns[n]) for n in ("test_shout", "test_shout_table", "test_shout_number", "test_method"))
+    f2p = [f"tests/test_h.py::{n}" for n in ("test_shout", "test_shout_table", "test_shout_number",
+                                            "test_roundtrip", "TestShout::test_method")]
+    seen_before = seen_after = 0
+    for seed in range(4):
+        ws = tmp_path / str(seed)
+        (ws / "tests").mkdir(parents=True)
+        # odd seeds: the hidden file as graded, its ``assert a == b`` in the strict form the plugin installs
+        strict = "_tfq0123456789" if seed % 2 else ""
+        base = strict_source(_CHANGED_SRC, strict) if strict else _CHANGED_SRC
+        (ws / "tests/test_h.py").write_text(base)
+        base_fns = [n for n in ast.walk(ast.parse(base)) if isinstance(n, ast.FunctionDef)]
+        (ws / "tests/conftest.py").write_text(f"import builtins\nbuiltins.{strict or '_unused'} = "
+                                              "lambda a, b, side=0: a == b\n")
+        plan = plant_canaries(ws, ["tests/test_h.py"], fail_to_pass=f2p, rng=random.Random(seed), strict_eq=strict)
+        assert (strict in (ws / "tests/test_h.py").read_text()) if strict else True
+        planted = (ws / "tests/test_h.py").read_text()
+        ast.parse(planted)
+        inline_fail = [n for n, w in plan.expect.items() if w == "fail" and n.startswith("tests/test_h.py")]
+        assert inline_fail, seed
+        for nodeid in inline_fail:
+            src = plan.sources[nodeid]
+            body = ast.parse(src.strip().replace("\n    ", "\n") if src.startswith(" ") else src)
+            for node in ast.walk(body):  # no assertion over literals only: nothing to evaluate by reading
+                if isinstance(node, ast.Assert):
+                    assert any(isinstance(n, ast.Name) and n.id not in ("len",) for n in ast.walk(node.test)), src
+            name = nodeid.rsplit("::", 1)[1]
+            lines = [ln.strip() for ln in src.strip("\n").splitlines()]
+
+            def differs(fn: ast.FunctionDef, lines: list[str] = lines, base: str = base) -> int:
+                first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+                seg = [ln.strip() for ln in base.splitlines()[first - 1:fn.end_lineno]]
+                return sum(a != b for a, b in zip(lines, seg, strict=True)) if len(seg) == len(lines) else 99
+
+            original = min(base_fns, key=differs)
+            assert differs(original) == 2, src  # its name and one line with the changed literal
+            assert original.name in {n.rsplit("::", 1)[1] for n in f2p}, (src, original.name)
+            where, there = planted.index(f"def {name}("), planted.index(f"def {original.name}(")
+            seen_before += where < there
+            seen_after += where > there
+        gold = _outcomes(ws, "def shout(s):\n    return s.upper() + '!'\n")
+        stub = _outcomes(ws, "def shout(s):\n    raise NotImplementedError\n")
+        for nodeid, want in plan.expect.items():
+            got_gold = {o for n, o in gold.items() if n.split("[")[0] == nodeid}
+            got_stub = {o for n, o in stub.items() if n.split("[")[0] == nodeid}
+            assert got_gold == {"passed" if want == "pass" else "failed"}, (seed, nodeid, got_gold, planted)
+            if want == "fail":
+                assert got_stub == {"failed"}, (seed, nodeid, got_stub)
+        for n in f2p:  # the originals still pass against the gold code
+            assert {o for k, o in gold.items() if k.split("[")[0] == n} == {"passed"}, (seed, n)
+    assert seen_before and seen_after  # a copy sits before or after its original: order tells nothing

@@ -30,6 +30,7 @@ collect), or an unfinished run is tampering. A forger that reports "all passed" 
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import random
 import re
@@ -44,6 +45,7 @@ PLACEHOLDER = '"__TASKFORGE_GRADING_CONFIG__"'
 _WORDS = ("basic", "empty", "unicode", "roundtrip", "default", "nested", "single", "multiple", "edge",
           "simple", "invalid", "mixed", "upper", "lower", "long", "short", "none", "extra", "again", "case")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_BUILTINS = frozenset(dir(builtins))
 _PARSE_LOCK = threading.Lock()  # CPython 3.11 < 3.11.8 cannot build ASTs in two threads at once (gh-106905)
 
 
@@ -128,9 +130,15 @@ def _ends_on_its_own(fn: ast.FunctionDef) -> bool:
         or "skip" in text or "xfail" in text or "exit" in text
 
 
-def _copy(source: str, fn: ast.FunctionDef, name: str, extra: str = "") -> str:
-    """``fn`` (decorators included) renamed ``name``, with ``extra`` appended to its body."""
+def _copy(source: str, fn: ast.FunctionDef, name: str, extra: str = "",
+          edits: Iterable[tuple[ast.Constant, str]] = ()) -> str:
+    """``fn`` (decorators included) renamed ``name``, with ``extra`` appended to its body and each constant of
+    ``edits`` (a one-line node of ``fn``) written as the given literal text instead."""
     lines = source.splitlines()
+    for node, text in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
+        raw = lines[node.lineno - 1].encode("utf-8")  # ast offsets count UTF-8 bytes
+        lines[node.lineno - 1] = (raw[:node.col_offset] + text.encode("utf-8")
+                                  + raw[node.end_col_offset or node.col_offset:]).decode("utf-8")
     first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
     block = lines[first - 1:fn.end_lineno or len(lines)]
     head = fn.lineno - first
@@ -138,6 +146,154 @@ def _copy(source: str, fn: ast.FunctionDef, name: str, extra: str = "") -> str:
     if extra:
         block.append(" " * fn.body[-1].col_offset + extra)
     return "\n".join(block) + "\n"
+
+
+_EQ_CALLS = frozenset({"assertEqual", "assertEquals", "assert_equal", "assertListEqual", "assertTupleEqual",
+                       "assertDictEqual", "assertSetEqual", "assertMultiLineEqual", "assertSequenceEqual"})
+
+
+def _eq_sides(stmt: ast.stmt, strict: str = "") -> tuple[ast.expr, ast.expr] | None:
+    """The two sides of ``assert a == b``, of its strict form ``assert STRICT(a, b)`` (``strict_asserts``) or of
+    ``self.assertEqual(a, b)``."""
+    if isinstance(stmt, ast.Assert) and isinstance(stmt.test, ast.Compare) and len(stmt.test.ops) == 1 \
+            and isinstance(stmt.test.ops[0], ast.Eq):
+        return stmt.test.left, stmt.test.comparators[0]
+    if strict and isinstance(stmt, ast.Assert) and isinstance(stmt.test, ast.Call) \
+            and isinstance(stmt.test.func, ast.Name) and stmt.test.func.id == strict and len(stmt.test.args) >= 2:
+        return stmt.test.args[0], stmt.test.args[1]
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and len(stmt.value.args) >= 2:
+        func = stmt.value.func
+        if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in _EQ_CALLS:
+            return stmt.value.args[0], stmt.value.args[1]
+    return None
+
+
+def _mutable(node: ast.AST | None) -> bool:
+    """A one-line str/bytes/int/float literal (not bool) whose text can change to another value of its type."""
+    return isinstance(node, ast.Constant) and type(node.value) in (str, bytes, int, float) \
+        and node.lineno == node.end_lineno and node.value not in ("", b"")
+
+
+def _computed(node: ast.AST) -> bool:
+    """Whether ``node`` needs the run to be evaluated (it names something that is not a builtin): a canary whose
+    changed expectation sits next to ``len('ab')`` would again be decidable by reading the file."""
+    return any(isinstance(n, ast.Name) and n.id not in _BUILTINS for n in ast.walk(node))
+
+
+def _leaves(node: ast.AST) -> list[ast.Constant]:
+    """The literals an expected value is written as: itself, or the items of a literal list/tuple/set/dict."""
+    if _mutable(node):
+        return [node]  # type: ignore[list-item]
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return [e for e in node.elts if _mutable(e)]  # type: ignore[misc]
+    if isinstance(node, ast.Dict):
+        return [v for v in node.values if _mutable(v)]  # type: ignore[misc]
+    return []
+
+
+def _tables(fn: ast.FunctionDef) -> dict[str, list[ast.Constant]]:
+    """Argument name -> its literal in every row of a literal ``parametrize`` table (names whose rows are not
+    all such literals, and ``indirect`` tables, left out)."""
+    out: dict[str, list[ast.Constant]] = {}
+    for deco in fn.decorator_list:
+        if not (isinstance(deco, ast.Call) and "parametrize" in ast.dump(deco.func) and len(deco.args) >= 2) \
+                or any(k.arg == "indirect" for k in deco.keywords):
+            continue
+        spec, rows = deco.args[0], deco.args[1]
+        if isinstance(spec, ast.Constant) and isinstance(spec.value, str):
+            names = [n.strip() for n in spec.value.split(",") if n.strip()]
+        elif isinstance(spec, ast.List | ast.Tuple) and all(isinstance(e, ast.Constant) for e in spec.elts):
+            names = [str(e.value) for e in spec.elts]  # type: ignore[attr-defined]
+        else:
+            continue
+        if not isinstance(rows, ast.List | ast.Tuple) or not rows.elts:
+            continue
+        cells: list[list[ast.AST]] = []
+        for row in rows.elts:
+            if isinstance(row, ast.Call) and "param" in ast.dump(row.func):
+                values = list(row.args)
+            elif len(names) == 1:
+                values = [row]
+            else:
+                values = list(row.elts) if isinstance(row, ast.List | ast.Tuple) else []
+            cells.append(values if len(values) == len(names) else [])
+        for j, name in enumerate(names):
+            column = [c[j] if c else None for c in cells]
+            if all(_mutable(c) for c in column):
+                out[name] = column  # type: ignore[assignment]
+    return out
+
+
+def _sites(fn: ast.FunctionDef, strict: str = "") -> list[list[ast.Constant]]:
+    """Groups of literals that, changed, make a run of ``fn`` that passes fail: the expected side of an equality
+    assertion at the top of its body (one literal, or one item of a literal collection), or the expected
+    column of a literal ``parametrize`` table when the assertion is the only use of that argument. A passing
+    run reaches every top-level statement, so ``got == expected`` held there and ``got == changed`` cannot."""
+    tables = _tables(fn)
+    uses: dict[str, int] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name):
+            uses[n.id] = uses.get(n.id, 0) + 1
+    sites: list[list[ast.Constant]] = []
+    for stmt in fn.body:
+        sides = _eq_sides(stmt, strict)
+        if sides is None:
+            continue
+        for expected, got in (sides, sides[::-1]):
+            if not _computed(got):
+                continue
+            sites.extend([c] for c in _leaves(expected))
+            if isinstance(expected, ast.Name) and expected.id in tables and uses.get(expected.id) == 1:
+                sites.append(tables[expected.id])
+    return sites
+
+
+def _changed(text: str, value: object, rng: random.Random) -> str | None:
+    """``text`` (a literal's source) with one character changed so that it means another value of the same type:
+    the leading significant digit of a number, a letter or digit inside a string. Same length, same shape: a
+    reader cannot tell the copy's literal from the original's by its form."""
+    spots = [i for i, ch in enumerate(text) if ch.isascii() and ch.isalnum()]
+    if isinstance(value, int | float):
+        digits = [i for i in spots if text[i].isdigit()]
+        spots = [i for i in digits if text[i] != "0"][:1] or digits[:1]
+    else:
+        quote = min((i for i, ch in enumerate(text) if ch in "'\""), default=len(text))
+        spots = [i for i in spots if i > quote and text[i - 1] != "\\"]
+        rng.shuffle(spots)
+    for i in spots[:8]:
+        ch = text[i]
+        pool = ("123456789" if isinstance(value, int | float) else "0123456789") if ch.isdigit() \
+            else "abcdefghijklmnopqrstuvwxyz"
+        new = rng.choice([c for c in pool if c != ch.lower()])
+        out = text[:i] + (new.upper() if ch.isupper() else new) + text[i + 1:]
+        try:
+            got = ast.literal_eval(out)
+        except (ValueError, SyntaxError, TypeError):
+            continue
+        if type(got) is type(value) and got != value and not (
+                isinstance(value, float) and abs(got - value) <= 1e-3 * max(abs(got), abs(value))):
+            return out
+    return None
+
+
+def _mutated(source: str, fn: ast.FunctionDef, name: str, rng: random.Random, strict: str = "") -> str | None:
+    """A must-fail copy of ``fn`` that differs from it only in one expected literal (or one expected column):
+    it fails inside a stub as the original does, and with a working feature its changed expectation fails,
+    while nothing in its text says which of the two is the copy (no appended check to evaluate)."""
+    sites = _sites(fn, strict)
+    rng.shuffle(sites)
+    lines = source.splitlines()
+    for group in sites[:4]:
+        edits = []
+        for node in group:
+            raw = lines[node.lineno - 1].encode("utf-8")[node.col_offset:node.end_col_offset]
+            text = _changed(raw.decode("utf-8", "replace"), node.value, rng)
+            if text is None:
+                break
+            edits.append((node, text))
+        else:
+            return _copy(source, fn, name, edits=edits)
+    return None
 
 
 def _check(rng: random.Random, words: list[str], holds: bool) -> str:
@@ -243,6 +399,11 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         # and one gold grading in three of a task with hidden tests in that file scored 0); without
         # either, the must-fail canary is a top-level function
         failing = [k for k in open_ended if k in f2p_ids] or [k for k in open_ended if k in p2p_ids]
+        # must-fail copies that differ from their original in one expected literal: the stub's callers first
+        # (a forger that flips what the stub failed flips them too); a check appended to a copy is an
+        # assertion over literals that code reading the test file evaluates to pick out every canary
+        changeable = [k for k in failing if k in f2p_ids and _sites(units[k][0], strict_eq)] or \
+            [k for k in open_ended if k in p2p_ids and k not in f2p_ids and _sites(units[k][0], strict_eq)]
         taken = {n.name for n in ast.walk(tree) if isinstance(n, (*_FUNCS, ast.ClassDef))}
         # and every requested test's name: a method a class inherits (a mixin elsewhere) is not in this file,
         # and a canary of that name would replace it
@@ -255,16 +416,23 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
                 standalone_wants.append(want)  # nothing here passes on its own for sure
                 continue
             name = _names_from(names, rng, taken)
-            if want == "pass" or failing:
-                key = rng.choice(passing if want == "pass" else failing)
+            if want == "pass" or failing or changeable:
+                mutate = want == "fail" and bool(changeable) and (
+                    not failing or changeable[0] in f2p_ids or rng.random() < 0.5)
+                key = rng.choice(passing if want == "pass" else changeable if mutate else failing)
                 fn, points = units[key]
                 # a copy goes after its original: its decorators, defaults and annotations are evaluated when
                 # the ``def`` runs, and may name what the module defines above the original but below an
                 # earlier point (tomlkit's ``parametrize(..., INVALID_DECODE_CASES)`` above the assignment of
                 # that name broke collection of the whole file, and 2 in 5 gold gradings scored 0)
                 points = [p for p in points if p >= (fn.end_lineno or 0)] or points
-                extra = _check(rng, words, holds=False) if want == "fail" else ""
-                func = _copy(source, fn, name, extra)
+                func = _mutated(source, fn, name, rng, strict_eq) if mutate else None
+                if func is not None:
+                    # right before or right after its original (a pair reads the same either way round)
+                    first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+                    points = [rng.choice((first - 1, fn.end_lineno or first))]
+                else:
+                    func = _copy(source, fn, name, _check(rng, words, holds=False) if want == "fail" else "")
                 nodeid = f"{rel}::{key.rsplit('::', 1)[0]}::{name}" if "::" in key else f"{rel}::{name}"
             else:
                 func, points, nodeid = f"def {name}():\n    {_check(rng, words, holds=False)}\n", \
@@ -274,7 +442,7 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
             sources[nodeid] = func
         if not inserts:
             continue
-        out: list[str] = []
+        out: list[str] = list(inserts.get(0, []))
         for idx, line in enumerate(source.splitlines(), start=1):
             out.append(line)
             out.extend(inserts.get(idx, []))
