@@ -420,6 +420,8 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
                 mutate = want == "fail" and bool(changeable) and (
                     not failing or changeable[0] in f2p_ids or rng.random() < 0.5)
                 key = rng.choice(passing if want == "pass" else changeable if mutate else failing)
+                if mutate:  # one changed copy per test: with two, the original is the one both differ from by one
+                    changeable.remove(key)
                 fn, points = units[key]
                 # a copy goes after its original: its decorators, defaults and annotations are evaluated when
                 # the ``def`` runs, and may name what the module defines above the original but below an
