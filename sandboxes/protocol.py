@@ -38,6 +38,8 @@ class RunRequest:
     #                                need to know that something fails, and which test did first)
     stop_after: str = ""  # a node id: stop once that test has run (its teardown reported); the tests before
     #                       it ran exactly as in a whole run
+    stop_at_failure_of: tuple[str, ...] = ()  # node ids: stop after the first of these that fails (others
+    #                                           may fail without stopping the run)
     test_deadline_s: float = 0.0  # > 0: a test still running after this many seconds fails (trusted runs:
     #                               the battery's stand-ins, which can make the code loop)
 

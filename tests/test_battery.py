@@ -302,12 +302,13 @@ def test_stand_in_patch_is_against_the_broken_workspace_and_touches_no_test(
 def test_literal_asserts_fool_only_the_oracle(batteries: dict[str, BatteryResult]) -> None:
     # ``assert shout(w) == 'HEY!'``: the grader's strict equality (taskforge/reward/strict_asserts.py) stops
     # the always-equal object; the oracle reads the rewritten ``assert _tfq(shout(w), 'HEY!')`` just as well
-    # (validation records it and rejects nothing on it: the monitor zeroes frame reading)
+    # and passes every hidden test, but it reads the changed literal of a must-fail canary copy too, so the
+    # canaries zero it (validation records it and rejects nothing on it; the monitor zeroes frame reading)
     res = batteries["cheatable"]
     assert res.replaced == ("minilib/text.py::shout",) and not res.error
-    assert {k: s for k, (s, _) in res.scores.items()} == {**dict.fromkeys(STAND_INS, 0.0), "frame_oracle": 1.0}
+    assert {k: s for k, (s, _) in res.scores.items()} == dict.fromkeys(STAND_INS, 0.0)
     assert set(res.covered) == set(res.scores["frame_oracle"][1]) == set(res.fail_to_pass)
-    assert res.cheatable and res.cheats == ("frame_oracle",)
+    assert res.cheatable and res.cheats == ()  # what it passed still shows the tests can be fooled
     assert set(res.seconds) == set(STAND_INS)
     assert BatteryResult.from_dict(json.loads(json.dumps(res.to_dict()))) == res
 

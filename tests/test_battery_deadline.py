@@ -44,8 +44,7 @@ from minipkg.walk import cycle_len, next_index
 
 
 def test_next_index():
-    assert next_index(1, 3) == 2
-    assert next_index(2, 3) == 0
+    next_index(1, 3)  # every stand-in passes this one: the witness is test_cycle_len, whatever the order
 
 
 def test_cycle_len():
@@ -56,6 +55,9 @@ def test_cycle_len():
 
 @pytest.mark.slow
 def test_a_looping_stand_in_fails_at_the_deadline_and_the_task_is_accepted(tmp_path) -> None:
+    """The battery's test order is drawn per validation: with a test_next_index that always_equal fails, the
+    witness was test_next_index whenever it ran first, ``none`` stopped after it and never looped (the test
+    failed about one run in three). Every stand-in passes test_next_index now, so the loop is reached."""
     src = make_mini_project(tmp_path / "minipkg", {"minipkg/walk.py": WALK, "tests/test_walk.py": TEST_WALK})
     settings = Settings.load({"work_dir": str(tmp_path / "work"), "baseline_runs": 2, "test_timeout_s": 300})
     profile = profile_source(ProfileJob(str(src), settings.to_dict(), sandbox=HostSandbox()))

@@ -116,6 +116,16 @@ def test_stop_at_failure_ends_the_run_after_the_first_failing_test(toy) -> None:
     after = order[1]  # stop_after: the tests up to that one, whatever they gave
     out = sandbox.run(env, root, RunRequest(tests=("tests/test_toy.py",), timeout_s=120, stop_after=after))
     assert out.report.outcomes() == {n: whole[n] for n in order[:2]}
+    # stop_at_failure_of: failures of other tests do not stop it; the first failure among these does
+    failing = [n for n in order if whole[n] in (Outcome.FAILED, Outcome.ERROR)]
+    assert failing, whole
+    among = (failing[-1],)
+    out = sandbox.run(env, root, RunRequest(tests=("tests/test_toy.py",), timeout_s=120, stop_at_failure_of=among))
+    last = order.index(failing[-1])
+    assert out.report.outcomes() == {n: whole[n] for n in order[:last + 1]}
+    passing = tuple(n for n in order if whole[n] == Outcome.PASSED)
+    out = sandbox.run(env, root, RunRequest(tests=("tests/test_toy.py",), timeout_s=120, stop_at_failure_of=passing))
+    assert out.report.outcomes() == whole  # none of them fails: the whole run
 
 def test_a_test_past_its_deadline_fails_and_the_run_goes_on(toy) -> None:
     """``test_deadline_s``: a looping test fails after the deadline (even one whose loop catches every

@@ -151,14 +151,17 @@ def _modelled(task: Task, orig: Path, passes: dict[str, set[str]], calls: list[t
 
     name_of = {p: n for n, p in stand_in_patches(task, orig, STAND_INS)[0].items()}
 
-    def grade(patch: str, stop_at_failure: bool = False, stop_after: str = "") -> SimpleNamespace:
+    def grade(patch: str, stop_at_failure: bool = False, stop_after: str = "",
+              stop_at_failure_of: tuple[str, ...] = ()) -> SimpleNamespace:
         name = name_of[patch]
-        calls.append((name, "first_failure" if stop_at_failure else "after_witness" if stop_after else ""))
+        calls.append((name, "first_failure" if stop_at_failure or stop_at_failure_of
+                      else "after_witness" if stop_after else ""))
         outcomes: dict[str, str] = {}
         for t in task.fail_to_pass:
             outcomes[t] = "passed" if t in passes.get(name, set()) else "xfailed" if name in ("xfail", "skip") \
                 else "failed"
-            if (stop_at_failure and outcomes[t] == "failed") or t == stop_after:
+            if (stop_at_failure and outcomes[t] == "failed") or t == stop_after \
+                    or (outcomes[t] != "passed" and t in stop_at_failure_of):
                 break
         outcomes = {t: outcomes.get(t, "missing") for t in task.fail_to_pass}
         score = float(all(o == "passed" for o in outcomes.values()))
@@ -181,6 +184,29 @@ def test_first_failure_battery_proves_not_cheatable_with_one_short_run_per_stand
     assert not res.cheatable
     assert calls == [("always_equal", "first_failure"), *[(n, "after_witness") for n in list(STAND_INS)[1:]]]
     assert [(n, s) for n, s, _ in seen] == calls
+
+
+def test_a_stand_in_that_passes_the_witness_gets_a_fresh_one_not_whole_gradings(task: tuple[Task, Path]) -> None:
+    """attrs 26.1.0, ``module:attr._funcs``: echo_first passed the test always_equal failed first, and every
+    later stand-in was graded whole (214 s over 88 hypothesis tests). Now echo_first runs up to its first
+    failure among the tests nobody passed, always_equal up to that test, and the rest stop after it."""
+    import dataclasses
+
+    t, orig = task
+    ids = ("tests/t.py::a", "tests/t.py::b", "tests/t.py::c", "tests/t.py::d")
+    t = dataclasses.replace(t, fail_to_pass=ids)
+    calls: list[tuple[str, str]] = []
+    passes = {"always_equal": {"tests/t.py::a"}, "echo_first": {"tests/t.py::a", "tests/t.py::b"}}
+    res = run_battery(t, orig, _modelled(t, orig, passes, calls), stop_when_cheatable=True, first_failure=True)
+    assert not res.cheatable
+    assert all(stop for _, stop in calls), calls  # no whole grading
+    names = list(STAND_INS)
+    at = names.index("echo_first")
+    assert calls[:at + 1] == [("always_equal", "first_failure"), *[(n, "after_witness") for n in names[1:at + 1]]]
+    # echo_first passed b: it runs to its first failure among c, d (c), the stand-ins before it up to c
+    assert calls[at + 1] == ("echo_first", "first_failure")
+    assert calls[at + 2:at + 2 + at] == [(n, "after_witness") for n in names[:at]]
+    assert calls[at + 2 + at:] == [(n, "after_witness") for n in names[at + 1:]]
 
 
 def test_first_failure_battery_gives_the_whole_battery_verdict(task: tuple[Task, Path]) -> None:

@@ -51,6 +51,7 @@ REQUEST.json keys (unknown keys are ignored):
     stop_at_failure  bool       ``--maxfail=1``: stop after the first failing test (the tests run up to it
                                 ran exactly as in a whole run; the rest are absent)
     stop_after       str        a node id: stop once that test has run (``StopAfter``); absent: run all
+    stop_at_failure_of list     node ids: stop once one of them has failed (``StopAtFailureOf``)
     test_deadline_s  float      > 0: a test still running after this many seconds fails (``TestDeadline``);
                                 for our own stand-ins at validation, which can make the code loop
     shadow_allowed   list[str]  top-level names the workspace may define (grading runs; see above)
@@ -290,6 +291,28 @@ class StopAfter:
         if report.when == "teardown" and report.nodeid == self.nodeid and self.session is not None \
                 and type(report).__name__ not in SUBTEST_REPORTS:
             self.session.shouldfail = f"stopped after {self.nodeid} (stop_after)"
+
+
+class StopAtFailureOf:
+    """Ends the session once one of ``nodeids`` has failed (its teardown reported), as ``--maxfail=1`` would
+    for those tests alone: the others may fail and the run goes on. The tests before ran as in a whole run."""
+
+    def __init__(self, nodeids: list[str]) -> None:
+        self.nodeids = frozenset(nodeids)
+        self.failed = ""
+        self.session: Any = None
+
+    def pytest_sessionstart(self, session: Any) -> None:
+        self.session = session
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.nodeid not in self.nodeids or self.session is None:
+            return
+        if report.failed and not self.failed:
+            self.failed = report.nodeid
+        if report.when == "teardown" and self.failed == report.nodeid \
+                and type(report).__name__ not in SUBTEST_REPORTS:
+            self.session.shouldfail = f"stopped after {self.failed} failed (stop_at_failure_of)"
 
 
 class TestDeadlineExceeded(BaseException):
@@ -625,6 +648,8 @@ def main(argv: list[str]) -> int:
     plugins.append(BriefFailures(0 if request.get("tracebacks", True) is False else FULL_TRACEBACKS))
     if request.get("stop_after") and not collect_only:
         plugins.append(StopAfter(str(request["stop_after"])))
+    if isinstance(request.get("stop_at_failure_of"), list) and request["stop_at_failure_of"] and not collect_only:
+        plugins.append(StopAtFailureOf([str(n) for n in request["stop_at_failure_of"]]))
     deadline = request.get("test_deadline_s")
     if isinstance(deadline, (int, float)) and not isinstance(deadline, bool) and deadline > 0 and not collect_only:
         plugins.append(TestDeadline(float(deadline)))

@@ -125,7 +125,8 @@ def grading_limit_s(task: Task, settings: Settings) -> float:
 def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, settings: Settings | None = None,
            timeout_s: float | None = None, envs: EnvCache | None = None, tracebacks: bool = True,
            trusted: bool = False, plan_seed: int | None = None, stop_at_failure: bool = False,
-           stop_after: str = "", test_deadline_s: float = 0.0) -> RewardResult:
+           stop_after: str = "", test_deadline_s: float = 0.0,
+           stop_at_failure_of: tuple[str, ...] = ()) -> RewardResult:
     """Grade ``patch`` (a unified diff against the broken workspace) on ``task`` in a fresh workspace.
 
     ``tracebacks=False`` runs pytest with ``--tb=no`` (validation reads outcomes only); scores are the same.
@@ -135,7 +136,7 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
     from this seed instead of afresh, so that gradings of several stand-ins of one task plant byte-identical
     test files (the warm runs then rewrite their asserts once, ``sandboxes/runner/rewrite_cache.py``).
     ``stop_at_failure``: pytest stops after the first failing test (``--maxfail=1``); ``stop_after`` (a node
-    id): once that test has run. ``outcomes`` then cover the tests run up to there (the rest ``missing``,
+    id): once that test has run; ``stop_at_failure_of`` (node ids): once one of those has failed. ``outcomes`` then cover the tests run up to there (the rest ``missing``,
     so such a grading scores 0 unless it ran everything); with ``stop_at_failure`` alone the binary score
     is the whole grading's (a failure scores 0 either way). ``test_deadline_s`` (trusted gradings only;
     ignored otherwise): a test running longer fails (``RunRequest.test_deadline_s``).
@@ -164,6 +165,7 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
         args, plan, flags, detail, read_only, allowed = outcome
         request = RunRequest(tests=tuple(args), timeout_s=timeout, tracebacks=tracebacks,
                              stop_at_failure=stop_at_failure, stop_after=stop_after,
+                             stop_at_failure_of=tuple(stop_at_failure_of),
                              test_deadline_s=test_deadline_s if trusted else 0.0,
                              env={"PYTEST_ADDOPTS": "", "PYTEST_PLUGINS": ""}, read_only=read_only,
                              shadow_allowed=allowed, grading=not trusted)

@@ -190,7 +190,7 @@ class _Validation:
     def grade(self, task: Task, patch: str, trees: Any, *, trusted: bool = False,
               timeout_s: float | None = None, settings: Settings | None = None,
               plan_seed: int | None = None, stop_at_failure: bool = False, stop_after: str = "",
-              test_deadline_s: float = 0.0) -> Any:
+              test_deadline_s: float = 0.0, stop_at_failure_of: tuple[str, ...] = ()) -> Any:
         """Grade through the reward path; ``trusted`` (our own code: the empty patch, the battery's
         stand-ins) may fork from the warm sandbox, the gold patch is graded as an agent's patch is."""
         from taskforge.reward.reward import reward
@@ -199,7 +199,8 @@ class _Validation:
         res = reward(task, patch, sandbox=self.sandbox, trees=trees, tracebacks=self.naive,
                      settings=settings or self.settings, trusted=trusted, timeout_s=timeout_s or self.limit_s,
                      envs=FixedEnv(self.env_for_run()), plan_seed=plan_seed,  # type: ignore[arg-type]
-                     stop_at_failure=stop_at_failure, stop_after=stop_after, test_deadline_s=test_deadline_s)
+                     stop_at_failure=stop_at_failure, stop_after=stop_after, test_deadline_s=test_deadline_s,
+                     stop_at_failure_of=stop_at_failure_of)
         self.test_seconds += time.monotonic() - t
         return res
 
@@ -379,10 +380,12 @@ class _Validation:
         lenient = dataclasses.replace(self.settings, monitor_zero=False)  # a score means the tests were fooled
         seed = secrets.randbits(64)
 
-        def grade(patch: str, stop_at_failure: bool = False, stop_after: str = "") -> Any:
+        def grade(patch: str, stop_at_failure: bool = False, stop_after: str = "",
+                  stop_at_failure_of: tuple[str, ...] = ()) -> Any:
             return self.grade(hidden_only, patch, trees, trusted=True, timeout_s=timeout, settings=lenient,
                               plan_seed=seed, stop_at_failure=stop_at_failure, stop_after=stop_after,
-                              test_deadline_s=deadline if deadline < timeout else 0.0)
+                              test_deadline_s=deadline if deadline < timeout else 0.0,
+                              stop_at_failure_of=stop_at_failure_of)
 
         def record(name: str, stop: str, res: Any) -> None:
             self.runs.append(ValidationRun(f"battery_{name}{'_' + stop if stop else ''}", 1,
