@@ -10,10 +10,16 @@ outcome** (nothing of the graded process decides it, and nothing in it knows whi
   function without decorators; its fixtures resolve by name), inserted at a random top-level position
   of the same file after the original (what its definition evaluates exists there), so it passes as that
   test does;
-- *must fail*: a copy of a test of that file (FAIL_TO_PASS ones first, ``parametrize`` kept) followed by
-  an assertion that cannot hold. Against a stub the copied body already fails inside the stub, exactly
-  like the real hidden tests, so "flip every failure the stub caused" trips these; with a working
-  feature the trailing assertion fails;
+- *must fail*: a copy of a FAIL_TO_PASS test of that file that differs from it in one expected literal
+  (``assert got == 'abc'`` -> ``'abd'``, the leading digit of a number, or that column of every row of a
+  literal ``parametrize`` table), right before or right after it. Against a stub it fails inside the stub,
+  exactly like the real hidden tests, so "flip every failure the stub caused" trips it; with a working
+  feature the changed expectation fails. Nothing in its text decides its outcome without running the
+  feature: which of the two is the copy cannot be read off (one changed copy per test and grading; two
+  would point at the original, the one both differ from). Where no such literal exists the copy is
+  followed by an assertion over literals that cannot hold instead: a forger that evaluates such
+  assertions reading the file can spot those (``tests/redteam_hacks.py``: ``canary_constant_assert_forge``
+  scored 1.0 when every must-fail canary was of that kind);
 - a standalone canary file with a plausible name in a hidden-test directory, holding small
   self-contained tests of both kinds (so a dead or short-circuited runner shows even when the hidden
   files fail to collect).
