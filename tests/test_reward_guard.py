@@ -204,6 +204,12 @@ def test_shout_number():
     assert len(shout("abc")) == 4
 
 
+def test_shout_lines():
+    expected = "\\n".join(["A!", "B!"])
+    result = "\\n".join(shout(w) for w in "ab")
+    assert expected == result
+
+
 def test_roundtrip():
     value = "x!"
     assert shout(value).lower()[:-1] == value
@@ -244,9 +250,10 @@ def test_must_fail_canaries_differ_from_their_original_in_one_expected_literal(t
     tree = ast.parse(_CHANGED_SRC)
     fns = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
     assert _sites(fns["test_roundtrip"]) == []  # the expected value is also the input: changing it proves nothing
-    assert all(_sites(fns[n]) for n in ("test_shout", "test_shout_table", "test_shout_number", "test_method"))
+    assert all(_sites(fns[n]) for n in ("test_shout", "test_shout_table", "test_shout_number", "test_method",
+                                        "test_shout_lines"))  # tabulate: ``expected = "\n".join([...])``
     f2p = [f"tests/test_h.py::{n}" for n in ("test_shout", "test_shout_table", "test_shout_number",
-                                            "test_roundtrip", "TestShout::test_method")]
+                                            "test_roundtrip", "TestShout::test_method", "test_shout_lines")]
     seen_before = seen_after = 0
     for seed in range(4):
         ws = tmp_path / str(seed)
@@ -293,7 +300,7 @@ def test_must_fail_canaries_differ_from_their_original_in_one_expected_literal(t
             where, there = planted.index(f"def {name}("), planted.index(f"def {original.name}(")
             seen_before += where < there
             seen_after += where > there
-        assert copied and (not fallbacks or len(copied) == 4), (seed, copied, fallbacks)
+        assert copied and (not fallbacks or len(copied) == 5), (seed, copied, fallbacks)
         gold = _outcomes(ws, "def shout(s):\n    return s.upper() + '!'\n")
         stub = _outcomes(ws, "def shout(s):\n    raise NotImplementedError\n")
         for nodeid, want in plan.expect.items():

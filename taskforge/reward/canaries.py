@@ -194,6 +194,14 @@ def _leaves(node: ast.AST) -> list[ast.Constant]:
         return [e for e in node.elts if _mutable(e)]  # type: ignore[misc]
     if isinstance(node, ast.Dict):
         return [v for v in node.values if _mutable(v)]  # type: ignore[misc]
+    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+        func, arg = node.func, node.args[0]
+        if isinstance(func, ast.Attribute) and func.attr == "join" and isinstance(func.value, ast.Constant) \
+                and isinstance(func.value.value, str) and isinstance(arg, ast.List | ast.Tuple):
+            return [e for e in arg.elts if _mutable(e) and isinstance(e.value, str)]  # type: ignore[misc, attr-defined]
+        if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) == "dedent" \
+                and _mutable(arg) and isinstance(arg.value, str):  # type: ignore[attr-defined]
+            return [arg]  # type: ignore[list-item]
     return []
 
 
@@ -234,25 +242,32 @@ def _tables(fn: ast.FunctionDef) -> dict[str, list[ast.Constant]]:
 
 def _sites(fn: ast.FunctionDef, strict: str = "") -> list[list[ast.Constant]]:
     """Groups of literals that, changed, make a run of ``fn`` that passes fail: the expected side of an equality
-    assertion at the top of its body (one literal, or one item of a literal collection), or the expected
-    column of a literal ``parametrize`` table when the assertion is the only use of that argument. A passing
+    assertion at the top of its body (one literal, or one item of a literal collection or of a ``"".join``
+    of literals; the value of a name assigned once above it and used nowhere else), or the expected column
+    of a literal ``parametrize`` table when the assertion is the only use of that argument. A passing
     run reaches every top-level statement, so ``got == expected`` held there and ``got == changed`` cannot."""
     tables = _tables(fn)
     uses: dict[str, int] = {}
     for n in ast.walk(fn):
         if isinstance(n, ast.Name):
             uses[n.id] = uses.get(n.id, 0) + 1
+    bound: dict[str, ast.expr] = {}  # ``expected = "\n".join([...])`` above the assertion, its only other use
     sites: list[list[ast.Constant]] = []
     for stmt in fn.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            bound[stmt.targets[0].id] = stmt.value
         sides = _eq_sides(stmt, strict)
         if sides is None:
             continue
         for expected, got in (sides, sides[::-1]):
-            if not _computed(got):
+            if not _computed(got) or (isinstance(got, ast.Name) and got.id in bound
+                                      and not _computed(bound[got.id])):
                 continue
             sites.extend([c] for c in _leaves(expected))
             if isinstance(expected, ast.Name) and expected.id in tables and uses.get(expected.id) == 1:
                 sites.append(tables[expected.id])
+            if isinstance(expected, ast.Name) and expected.id in bound and uses.get(expected.id) == 2:
+                sites.extend([c] for c in _leaves(bound[expected.id]))
     return sites
 
 
