@@ -312,3 +312,21 @@ def test_must_fail_canaries_differ_from_their_original_in_one_expected_literal(t
         for n in f2p:  # the originals still pass against the gold code
             assert {o for k, o in gold.items() if k.split("[")[0] == n} == {"passed"}, (seed, n)
     assert seen_before and seen_after  # a copy sits before or after its original: order tells nothing
+
+
+def test_a_file_with_a_changeable_stub_caller_always_gets_a_must_fail_copy(tmp_path: Path) -> None:
+    """cachetools 5.3.3 ``cached``: the must-fail slots are dealt over the hidden files at random, and its
+    only file with a changeable stub caller got none in 7 plans of 100 (every must-fail canary then held an
+    assertion over literals; stub_aware_constant_forge scored 1.0 in the catalogue once)."""
+    changeable = "from lib import shout\n\n\ndef test_shout():\n    out = shout('hi')\n    assert out == 'HI!'\n"
+    other = "".join(f"\n\ndef test_other_{i}():\n    assert {i} in range(10)\n" for i in range(6))
+    for seed in range(60):
+        ws = tmp_path / str(seed)
+        (ws / "tests").mkdir(parents=True)
+        (ws / "tests/test_a.py").write_text(changeable)
+        (ws / "tests/test_b.py").write_text(other)
+        plan = plant_canaries(ws, ["tests/test_a.py", "tests/test_b.py"], fail_to_pass=["tests/test_a.py::test_shout"],
+                              pass_to_pass=[f"tests/test_b.py::test_other_{i}" for i in range(6)],
+                              rng=random.Random(seed))
+        fails = [n for n, w in plan.expect.items() if w == "fail" and n.startswith("tests/test_a.py::")]
+        assert any("'HI!'" not in plan.sources[n] and "shout('hi')" in plan.sources[n] for n in fails), (seed, plan.expect)
