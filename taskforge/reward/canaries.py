@@ -226,6 +226,7 @@ def _tables(fn: ast.FunctionDef) -> dict[str, list[ast.Constant]]:
             continue  # a row marked xfail would report xfailed, which no must-fail canary may
         cells: list[list[ast.AST]] = []
         for row in rows.elts:
+            values: list[ast.AST]
             if isinstance(row, ast.Call) and "param" in ast.dump(row.func):
                 values = list(row.args)
             elif len(names) == 1:
@@ -294,7 +295,8 @@ def _changed(text: str, value: object, rng: random.Random) -> str | None:
         except (ValueError, SyntaxError, TypeError):
             continue
         if type(got) is type(value) and got != value and not (
-                isinstance(value, float) and abs(got - value) <= 1e-3 * max(abs(got), abs(value))):
+                isinstance(value, float) and isinstance(got, float)
+                and abs(got - value) <= 1e-3 * max(abs(got), abs(value))):
             return out
     return None
 
@@ -331,8 +333,8 @@ def _check(rng: random.Random, words: list[str], holds: bool) -> str:
         return f"assert {probe!r} in {items!r}"
     if kind == 1:
         n = rng.randrange(1, 6)
-        items = [rng.randrange(100) for _ in range(n)]
-        return f"assert len({items!r}) {'>=' if holds else '>'} {n}"
+        numbers = [rng.randrange(100) for _ in range(n)]
+        return f"assert len({numbers!r}) {'>=' if holds else '>'} {n}"
     if kind == 2:
         text = f"{a}_{b}"
         return f"assert {text!r}.startswith({(a if holds else text + '_' + b)!r})"
