@@ -330,3 +330,19 @@ def test_a_file_with_a_changeable_stub_caller_always_gets_a_must_fail_copy(tmp_p
                               rng=random.Random(seed))
         fails = [n for n, w in plan.expect.items() if w == "fail" and n.startswith("tests/test_a.py::")]
         assert any("'HI!'" not in plan.sources[n] and "shout('hi')" in plan.sources[n] for n in fails), (seed, plan.expect)
+
+
+def test_a_test_that_names_itself_is_not_copied_as_must_pass(tmp_path: Path) -> None:
+    """typeguard 4.6.1: ``TestSelf.test_self_type_invalid`` matches an error message holding its own qualified
+    name; its renamed must-pass copy failed, and 5 in 15 gold gradings of check_mapping scored 0."""
+    src = ("def test_named():\n    assert 'test_named.<locals>' in repr(test_named)\n\n\n"
+           "def test_plain():\n    assert 1\n")
+    for seed in range(30):
+        ws = tmp_path / str(seed)
+        (ws / "tests").mkdir(parents=True)
+        (ws / "tests/test_h.py").write_text(src)
+        plan = plant_canaries(ws, ["tests/test_h.py"], pass_to_pass=["tests/test_h.py::test_named",
+                                                                      "tests/test_h.py::test_plain"],
+                              rng=random.Random(seed))
+        copies = [plan.sources[n] for n, w in plan.expect.items() if w == "pass" and n.startswith("tests/test_h.py")]
+        assert copies and not any("test_named" in c for c in copies), (seed, copies)
