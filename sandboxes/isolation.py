@@ -25,7 +25,8 @@ Each claim below names the test in ``tests/test_isolation.py`` that attacks it:
   ``test_fork_bomb_is_contained``). Files are capped at ``Limits.fsize_mb`` (``RLIMIT_FSIZE``).
 - Wall clock: ``run_isolated`` kills on timeout. Nothing survives a run, not even a ``setsid``
   double-forked child: bwrap's init dies with bwrap (``--die-with-parent``), the kernel kills a PID
-  namespace with its init, and a run's cgroup is swept (``test_infinite_loop_is_killed``,
+  namespace with its init (under rlimits the scope waits for that teardown, which outlasts the outer
+  bwrap), and a run's cgroup is swept (``test_infinite_loop_is_killed``,
   ``test_setsid_grandchild_dies_with_the_run``).
 - File descriptors handed over with ``pass_fds`` reach the command (bwrap keeps inherited fds); no others
   do (``test_pass_fds_reach_the_command``).
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import secrets
 import shutil
@@ -154,10 +156,24 @@ class Scope:
 
     support: IsolationSupport
     cgroups: tuple[str, ...] = ()
+    info_fd: int = -1
+    """Under rlimits: the file bwrap writes its init's host pid and PID namespace to (``--info-fd``)."""
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        """Fds the ``isolated_argv`` command must inherit (add them to the caller's ``pass_fds``)."""
+        return (self.info_fd,) if self.info_fd >= 0 else ()
 
     def kill_all(self, wait_s: float = 5.0) -> bool:
-        """SIGKILL every process in the run's cgroups until none is left; False if some outlived ``wait_s``."""
+        """SIGKILL every process of the run until none is left; False if some outlived ``wait_s``.
+
+        Under cgroups: every process in the run's cgroups. Under rlimits: bwrap's init, which takes its
+        whole PID namespace with it; the kernel tears a namespace down after its outer bwrap has exited,
+        so this waits until the init is gone (or a zombie, which it only becomes once the namespace is empty).
+        """
         deadline = time.monotonic() + wait_s
+        if self.info_fd >= 0:
+            return self._kill_namespace(deadline)
         while True:
             pids = {int(p) for d in self.cgroups for p in Path(d, "cgroup.procs").read_text().split()}
             if not pids:
@@ -169,6 +185,25 @@ class Scope:
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.01)
 
+    def _kill_namespace(self, deadline: float) -> bool:
+        try:
+            info = json.loads(os.pread(self.info_fd, 4096, 0) or b"{}")
+            pid, namespace = int(info["child-pid"]), f"pid:[{int(info['pid-namespace'])}]"
+        except (OSError, ValueError, KeyError):
+            return True  # bwrap never started its init (killed first): nothing of the run can exist
+        while True:
+            try:  # a pid that is gone, a zombie or another namespace's (reused) is not the run's init
+                state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+                if os.readlink(f"/proc/{pid}/ns/pid") != namespace or state in ("Z", "X"):
+                    return True
+            except OSError:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            time.sleep(0.005)
+
 
 @contextlib.contextmanager
 def confine(limits: Limits, support: IsolationSupport | None = None) -> Iterator[Scope]:
@@ -177,12 +212,19 @@ def confine(limits: Limits, support: IsolationSupport | None = None) -> Iterator
     if not support.usable:
         raise IsolationUnavailable(support.reason)
     scope = Scope(support)
+    stack = contextlib.ExitStack()
     try:
         if support.limiter == "cgroup" and support.cgroup_parents:
             scope = Scope(support, _make_cgroups(support.cgroup_parents, limits))
+        elif support.limiter == "rlimit":
+            info = tempfile.TemporaryFile()  # unlinked: only bwrap (through the fd) and this scope see it
+            os.set_inheritable(info.fileno(), True)
+            scope = Scope(support, info_fd=info.fileno())
+            stack.callback(info.close)
         yield scope
     finally:
         scope.kill_all()
+        stack.close()
         for path in scope.cgroups:
             with contextlib.suppress(OSError):
                 os.rmdir(path)
@@ -212,11 +254,14 @@ def isolated_argv(argv: Sequence[str], *, mounts: Mounts, limits: Limits, scope:
     """The argv that runs ``argv`` confined within ``scope`` (from ``confine``).
 
     Start it in a new session (``start_new_session=True``) from a thread that outlives it (bwrap dies
-    with its parent thread). Fds it inherits reach the command, so pass exactly the ones it may use.
+    with its parent thread). Fds it inherits reach the command, so pass exactly the ones it may use, plus
+    ``scope.pass_fds`` (bwrap's own, closed before the command starts).
     ``cwd`` is a path inside the sandbox (default ``/``); ``env`` defaults to ``DEFAULT_ENV``.
     """
     support = scope.support
     jail = _jail(support.bwrap, argv, mounts, limits, cwd, env)
+    if scope.info_fd >= 0:
+        jail[1:1] = ["--info-fd", str(scope.info_fd)]
     rlimits = [support.prlimit, f"--fsize={limits.fsize_mb << 20}", "--core=0"]
     if support.limiter == "cgroup":
         if len(scope.cgroups) != 2:
@@ -238,7 +283,8 @@ def run_isolated(argv: list[str], timeout_s: float, cwd: Path | None = None, env
     with confine(limits, support) as scope, tempfile.TemporaryFile() as out:
         full = isolated_argv(argv, mounts=mounts, limits=limits, scope=scope, cwd=cwd, env=env)
         proc = subprocess.Popen(full, env={"PATH": "/usr/bin:/bin"}, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=tuple(pass_fds))
+                                stdin=subprocess.DEVNULL, start_new_session=True,
+                                pass_fds=(*pass_fds, *scope.pass_fds))
         try:
             rc: int | None = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:

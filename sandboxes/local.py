@@ -244,7 +244,7 @@ class LocalSandbox:
         with isolation.confine(limits, support) as scope:
             full = isolation.isolated_argv(argv, mounts=mounts, limits=limits, scope=scope, cwd=workspace,
                                            env=child_env)
-            return run_channel(full, request.timeout_s, env={"PATH": "/usr/bin:/bin"},
+            return run_channel(full, request.timeout_s, env={"PATH": "/usr/bin:/bin"}, pass_fds=scope.pass_fds,
                                kill=lambda: scope.kill_all())
 
 
