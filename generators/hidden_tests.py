@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -243,6 +244,8 @@ def _plan_file(scan: _Scan, wanted: set[TestPath], inherited: frozenset[TestPath
             if d.is_test or d.path in gone or _within(d.path, gone):
                 continue
             name = d.path[-1]
+            if len(d.path) == 1 and name in keep:  # another test module imports it
+                continue
             if len(d.path) == 1:
                 uses = [where for n, where in scan.uses if n == name and not _within(where, {d.path})]
                 uses += [dd.path for dd in scan.defs if name in dd.params and dd.path != d.path]
@@ -279,6 +282,9 @@ def hide_tests(repo_root: Path, fail_to_pass: Iterable[str], index: StaticIndex 
                         and e.kind is EntityKind.MODULE)
     moved = _follow_imports(repo_root, wanted)  # {(defining file, path): id where pytest collects it}
     keep = {rel: frozenset(p[0] for r, p in moved if r == rel) for rel, _ in moved}
+    for rel in wanted:  # helpers another test module imports (tenacity: test_asyncio.py imports from test_tenacity)
+        if names := imported_elsewhere(repo_root, rel):
+            keep[rel] = keep.get(rel, frozenset()) | names
     for rel in sorted(set(wanted) | set(import_edits)):
         path = repo_root / rel
         if not path.is_file():
@@ -323,6 +329,93 @@ def hide_tests(repo_root: Path, fail_to_pass: Iterable[str], index: StaticIndex 
         helpers=tuple(helpers_out), unmatched=tuple(unmatched), notes=tuple(notes),
         inherited=tuple(inherited_out),
     )
+
+
+_SKIP_DIRS = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "node_modules", "__pycache__", "build",
+                        "site-packages", ".eggs"})
+
+
+def imported_elsewhere(repo_root: Path, rel: str, exclude: frozenset[str] = frozenset()) -> frozenset[str]:
+    """Top-level names of the module ``rel`` that another file of the repository imports (``from .test_x
+    import Helper``; ``import tests.test_x`` or ``*`` count as every top-level name); ``exclude`` files do not
+    count as importers. Those names must stay when ``rel``'s tests are hidden, and so must the file."""
+    stem = Path(rel).stem
+    if stem == "__init__":
+        return frozenset()
+    names: set[str] = set()
+    everything = False
+    for path in _python_files(repo_root):
+        other = path.relative_to(repo_root).as_posix()
+        if other == rel or other in exclude:
+            continue
+        try:
+            text = path.read_bytes().decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        if stem not in text:
+            continue
+        try:
+            with warnings.catch_warnings():  # invalid escapes and the like in files that are not ours
+                warnings.simplefilter("ignore")
+                tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                if _resolves_to(repo_root, other, node.module, node.level, rel):
+                    if any(a.name == "*" for a in node.names):
+                        everything = True
+                    names.update(a.name for a in node.names)
+                elif any(_resolves_to(repo_root, other, ".".join(filter(None, (node.module, a.name))), node.level,
+                                      rel) for a in node.names):
+                    everything = True  # from tests import test_x: the module as a whole
+            elif isinstance(node, ast.Import) and any(_resolves_to(repo_root, other, a.name, 0, rel)
+                                                       for a in node.names):
+                everything = True
+    if not everything:
+        return frozenset(names - {"*"})
+    try:
+        top = {d.path[0] for d in _scan((repo_root / rel).read_bytes().decode("utf-8", errors="replace")).defs}
+    except (OSError, cst.ParserSyntaxError):
+        top = set()
+    return frozenset((names | top) - {"*"})
+
+
+def _python_files(repo_root: Path) -> Iterable[Path]:
+    stack = [repo_root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(folder.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir() and not entry.is_symlink():
+                if entry.name not in _SKIP_DIRS and not entry.name.endswith(".egg-info"):
+                    stack.append(entry)
+            elif entry.suffix == ".py":
+                yield entry
+
+
+def _resolves_to(repo_root: Path, importer: str, module: str | None, level: int, rel: str) -> bool:
+    """Whether ``from <level dots><module> import ...`` (or ``import module``) in ``importer`` names ``rel``."""
+    parts = module.split(".") if module else []
+    if not parts:
+        return False
+    here = Path(importer).parent
+    bases = [here.joinpath(*[".."] * (level - 1))] if level else [Path(), here, *_src_roots(repo_root)]
+    for base in bases:
+        cand = base.joinpath(*parts).with_suffix(".py")
+        try:
+            if (repo_root / cand).resolve().relative_to(repo_root.resolve()).as_posix() == rel:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def _src_roots(repo_root: Path) -> list[Path]:
+    return [Path(d) for d in ("src", "lib") if (repo_root / d).is_dir()]
 
 
 def _follow_imports(repo_root: Path, wanted: dict[str, set[TestPath]]) -> dict[tuple[str, TestPath], str]:

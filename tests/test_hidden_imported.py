@@ -87,3 +87,54 @@ def test_a_test_file_in_a_newer_pythons_syntax_is_edited_without_dropping_import
     after = hidden.files_after["tests/test_new.py"]
     assert hidden.hidden == ("tests/test_new.py::test_a",)
     assert "def test_a" not in after and "def test_b" in after and "import os" in after and "type Foo" in after
+
+
+HELPED = ("import unittest\nfrom pkg import f\n\n\nclass Helper:\n    pass\n\n\ndef helper():\n    return Helper()\n\n\n"
+          "class TestA(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(f(), helper())\n")
+IMPORTER = "from .test_a import helper\n\n\ndef test_b():\n    assert helper()\n"
+
+
+def test_a_helper_another_test_module_imports_stays_when_its_files_tests_are_hidden(tmp_path: Path) -> None:
+    """tenacity 9.2.1: tests/test_asyncio.py does ``from .test_tenacity import NoIOErrorAfterCount, ...``; hiding
+    every test of test_tenacity.py removed the file (or the helpers only its tests used), so test_asyncio.py
+    stopped collecting and 11 of 42 decided candidates were rejected import_broken."""
+    for rel, text in {"tests/__init__.py": "", "tests/test_a.py": HELPED, "tests/test_b.py": IMPORTER}.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    hidden = hide_tests(tmp_path, ["tests/test_a.py::TestA::test_a"])
+    after = hidden.files_after["tests/test_a.py"]
+    assert after is not None and "tests/test_a.py" not in hidden.removed_files
+    assert "def helper" in after and "class Helper" in after and "def test_a" not in after
+    assert "from pkg import f" not in after  # what only the hidden test used still goes
+    # and without an importer the file goes whole, as before
+    (tmp_path / "tests/test_b.py").write_text("def test_b():\n    pass\n")
+    assert hide_tests(tmp_path, ["tests/test_a.py::TestA::test_a"]).removed_files == ("tests/test_a.py",)
+
+
+@pytest.mark.realrepo
+def test_tenacity_test_asyncio_still_collects_when_test_tenacity_is_hidden(
+        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    from generators.sources import resolve_source
+    from taskforge.validate.workspace_files import remove_whole_files
+
+    work = tmp_path_factory.getbasetemp() / "tf-shared-work"
+    work.mkdir(exist_ok=True)
+    repo = tmp_path / "tenacity"
+    shutil.copytree(resolve_source("pypi:tenacity==9.2.1", work).path, repo)
+
+    def collected(*paths: str) -> tuple[set[str], str]:
+        out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                              "-p", "no:randomly", "-o", "addopts=", *paths], cwd=repo, capture_output=True,
+                             text=True, timeout=300, env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"})
+        return {ln.strip() for ln in out.stdout.splitlines() if "::" in ln}, out.stdout[-2000:]
+
+    before, _ = collected("tests/test_tenacity.py", "tests/test_asyncio.py")
+    hide = sorted(n for n in before if n.startswith("tests/test_tenacity.py::"))
+    assert len(hide) > 50 and any(n.startswith("tests/test_asyncio.py::") for n in before)
+    hidden = remove_whole_files(hide_tests(repo, hide), tuple(hide), frozenset(before), repo)
+    assert "tests/test_tenacity.py" not in hidden.removed_files
+    for rel, text in hidden.files_after.items():
+        assert text is not None
+        (repo / rel).write_text(text)
+    after, tail = collected("tests/test_tenacity.py", "tests/test_asyncio.py")
+    assert after == set(before) - set(hide), tail

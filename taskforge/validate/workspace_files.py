@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from generators.hidden_tests import imported_elsewhere
+
 
 def write_files(root: Path, files: Mapping[str, str | None]) -> None:
     for rel, text in files.items():
@@ -30,6 +32,8 @@ def remove_whole_files(hidden: Any, f2p: tuple[str, ...], all_tests: frozenset[s
         by_file.setdefault(n.split("::", 1)[0], set()).add(n)
     whole = sorted(f for f in {n.split("::", 1)[0] for n in f2p}
                    if by_file.get(f) and by_file[f] <= set(f2p) and (repo / f).is_file())
+    # a file another remaining test module imports from stays (its tests are hidden, its helpers kept)
+    whole = [f for f in whole if not imported_elsewhere(repo, f, exclude=frozenset(whole))]
     if not whole:
         return hidden
     before = {**hidden.files_before, **{f: (repo / f).read_text() for f in whole}}
