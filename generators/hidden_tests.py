@@ -252,6 +252,8 @@ def _plan_file(scan: _Scan, wanted: set[TestPath], inherited: frozenset[TestPath
             else:  # a helper method of a class: self.name uses inside that class, and (a fixture) parameters
                 uses = [where for n, where in scan.attr_uses if n == name
                         and where[: len(d.path) - 1] == d.path[:-1] and not _within(where, {d.path})]
+                # and bare names in the class body itself (jsonpointer 3.12: ``Node = Node`` after ``class Node``)
+                uses += [where for n, where in scan.uses if n == name and where == d.path[:-1]]
                 uses += [dd.path for dd in scan.defs if name in dd.params and dd.path != d.path]
             uses += [where for s, where in scan.strings if re.search(rf"\b{re.escape(name)}\b", s)
                      and not _within(where, {d.path})]
