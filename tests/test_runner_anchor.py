@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from sandboxes.ledger import read_ledger
 
 RUNNER = Path(__file__).resolve().parents[1] / "sandboxes" / "runner" / "pytest_runner.py"
@@ -43,6 +45,22 @@ def test_workspace_config_is_still_used(tmp_path: Path) -> None:
     scratch.mkdir()
     report = _run(ws, scratch)
     assert [r["nodeid"] for r in report["results"]] == ["tests/test_b.py::check_one"]
+
+
+def test_a_native_tool_pytest_table_is_the_workspace_config_under_pytest_9(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """humanize 4.17.0 configures pytest 9's ``[tool.pytest]`` (addopts ``--doctest-modules``, testpaths src and
+    tests); the runner saw no config, ran with an empty ini, and its 15 doctests in src/ were never collected
+    (893 tests vs plain pytest's 908). pytest 8 does not read that table, so there the empty ini stays."""
+    from sandboxes.runner.pytest_runner import _anchor_to_workspace
+
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest]\naddopts = ["--doctest-modules"]\n')
+    monkeypatch.chdir(tmp_path)
+    for version, empty_ini in (("9.2.0", False), ("8.4.2", True)):
+        monkeypatch.setattr(pytest, "__version__", version)
+        args = _anchor_to_workspace(["tests"], str(tmp_path))
+        assert ("-c" in args) is empty_ini, (version, args)
+        assert args[-3:] == ["--rootdir=.", "--confcutdir=.", "tests"]
 
 
 def test_a_plugin_the_runner_loads_is_not_named_twice() -> None:

@@ -432,7 +432,10 @@ def _anchor_to_workspace(args: list[str], scratch: str) -> list[str]:
         return args
     extra = ["--rootdir=.", "--confcutdir=."]
     has_config = False
-    for name, section in _CONFIG_FILES:
+    import pytest  # called after sys.path is ordered and the shadowing check (see main)
+
+    native = int(pytest.__version__.split(".")[0]) >= 9  # pytest 9 reads [tool.pytest] (humanize 4.17.0)
+    for name, section in (*_CONFIG_FILES, *((("pyproject.toml", "[tool.pytest]"),) if native else ())):
         if os.path.isfile(name):
             try:
                 with open(name, encoding="utf-8", errors="replace") as fh:
