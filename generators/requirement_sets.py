@@ -162,10 +162,11 @@ def tox_factors(tox: configparser.ConfigParser, python: str) -> set[str]:
 
 
 def factor_condition_holds(cond: str, factors: set[str]) -> bool:
-    """A tox factor condition: ``,`` is or, ``-`` is and, ``!`` is not (``unit-!py315t``, ``py37,py38``)."""
+    """A tox factor condition: ``,`` is or, ``-`` is and, ``!`` is not (``unit-!py315t``, ``py37,py38``); brace
+    groups expand first (python-dotenv 1.2.4: ``py{310,311,312}: ipython``)."""
     return any(all((f[1:] not in factors) if f.startswith("!") else (f in factors)
                    for f in alt.strip().split("-") if f)
-               for alt in cond.split(","))
+               for alt in expand_envlist(cond))
 
 
 def _tox_section(tox: configparser.ConfigParser, python: str, option: str) -> str:

@@ -227,6 +227,14 @@ def test_tox_factor_helpers() -> None:
     assert factor_condition_holds("py37,py311", {"py311"}) and not factor_condition_holds("py37", {"py311"})
     assert factor_condition_holds("unit-!pypy", {"unit", "py311"})
     assert not factor_condition_holds("unit-!py311", {"unit", "py311"})
+    # python-dotenv 1.2.4's tox.ini: "py{310,311,312,313,314,314t,pypy3}: ipython" (its 3 IPython tests skipped)
+    assert factor_condition_holds("py{310,311,312,313,314,314t,pypy3}", {"py311"})
+    assert not factor_condition_holds("py{312,313}", {"py311"})
+    tox.read_string("[testenv]\ndeps =\n    pytest\n    py{310,311,pypy3}: ipython\n    py{312,313}: other\n")
+    from generators.requirement_sets import _tox_deps
+
+    found = _tox_deps(Path("."), tox, "3.11")
+    assert found is not None and found.requirements == ("pytest", "ipython")
 
 
 def test_python_tag_of_requirement_file_names() -> None:
@@ -565,3 +573,22 @@ def test_extras_of_optional_imports_on_real_sdists(tmp_path: Path, name: str, ve
         tar.extractall(tmp_path, filter="data")
     spec = detect_env(tmp_path / f"{name}-{version}", python="3.11")
     assert spec.install_target == target, spec.notes
+
+
+@pytest.mark.realrepo
+@pytest.mark.slow
+def test_python_dotenv_tox_factor_deps_with_braces_are_installed(tmp_path: Path) -> None:
+    """python-dotenv 1.2.4's tox.ini has ``py{310,311,...,pypy3}: ipython``; the brace group was not expanded,
+    ipython was left out and its 3 IPython tests skipped (257 vs plain pytest's 260 on the held-out probe)."""
+    import subprocess
+    import sys
+    import tarfile
+
+    dl = tmp_path / "dl"
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", "python-dotenv", "--no-deps",
+                           "-d", str(dl), "python-dotenv==1.2.4"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    with tarfile.open(next(dl.glob("python_dotenv-1.2.4.tar.gz"))) as tar:
+        tar.extractall(tmp_path, filter="data")
+    spec = detect_env(tmp_path / "python_dotenv-1.2.4", python="3.11")
+    assert "ipython" in spec.requirements, spec.notes
