@@ -346,3 +346,30 @@ def test_a_test_that_names_itself_is_not_copied_as_must_pass(tmp_path: Path) -> 
                               rng=random.Random(seed))
         copies = [plan.sources[n] for n, w in plan.expect.items() if w == "pass" and n.startswith("tests/test_h.py")]
         assert copies and not any("repr(" in c for c in copies), (seed, copies)
+
+
+def test_canaries_in_a_tab_indented_file_or_a_one_line_test_still_compile(tmp_path: Path) -> None:
+    """pathspec 1.1.1's test files are tab-indented: the assertion appended to a must-fail copy was indented
+    with spaces (one per tab), so 6 of 20 planted plans left a file that did not compile, and 4 of 10 accepted
+    tasks failed ``taskforge validate`` (gold: collection_error)."""
+    tabbed = ("import unittest\n\nfrom lib import check\n\n\nclass T(unittest.TestCase):\n"
+              + "".join(f"\tdef test_{i}(self):\n\t\tfor x in range(2):\n\t\t\tcheck(x)\n\n" for i in range(4)))
+    one_line = "from lib import check\n\n\n" + "".join(f"def test_line_{i}(): check({i})\n\n\n" for i in range(4))
+    seen_extra = 0
+    for seed in range(30):
+        ws = tmp_path / str(seed)
+        (ws / "tests").mkdir(parents=True)
+        (ws / "tests/test_tabs.py").write_text(tabbed)
+        (ws / "tests/test_line.py").write_text(one_line)
+        plan = plant_canaries(ws, ["tests/test_tabs.py", "tests/test_line.py"],
+                              fail_to_pass=[*(f"tests/test_tabs.py::T::test_{i}" for i in range(2)),
+                                            *(f"tests/test_line.py::test_line_{i}" for i in range(2))],
+                              pass_to_pass=[*(f"tests/test_tabs.py::T::test_{i}" for i in range(2, 4)),
+                                            *(f"tests/test_line.py::test_line_{i}" for i in range(2, 4))],
+                              rng=random.Random(seed))
+        for rel in ("tests/test_tabs.py", "tests/test_line.py", *plan.files):
+            if rel.endswith(".py"):
+                compile((ws / rel).read_text(), rel, "exec")  # raises on a bad indentation
+        seen_extra += sum(w == "fail" and n.startswith(("tests/test_tabs.py", "tests/test_line.py"))
+                          for n, w in plan.expect.items())
+    assert seen_extra > 0

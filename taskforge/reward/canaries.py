@@ -146,11 +146,19 @@ def _copy(source: str, fn: ast.FunctionDef, name: str, extra: str = "",
         lines[node.lineno - 1] = (raw[:node.col_offset] + text.encode("utf-8")
                                   + raw[node.end_col_offset or node.col_offset:]).decode("utf-8")
     first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
-    block = lines[first - 1:fn.end_lineno or len(lines)]
+    appended: list[str] = []
+    if extra:
+        last = fn.body[-1]
+        indent = lines[last.lineno - 1].encode("utf-8")[:last.col_offset].decode("utf-8")
+        if indent.strip():  # the body sits on the def line (``def test_x(): check()``): extend that line
+            end = (last.end_lineno or last.lineno) - 1
+            raw = lines[end].encode("utf-8")
+            lines[end] = (raw[:last.end_col_offset] + f"; {extra}".encode() + raw[last.end_col_offset:]).decode("utf-8")
+        else:  # the body's own indentation, tabs included (pathspec 1.1.1's test files are tab-indented)
+            appended.append(indent + extra)
+    block = lines[first - 1:fn.end_lineno or len(lines)] + appended
     head = fn.lineno - first
     block[head] = block[head].replace(f"def {fn.name}(", f"def {name}(", 1)
-    if extra:
-        block.append(" " * fn.body[-1].col_offset + extra)
     return "\n".join(block) + "\n"
 
 
