@@ -88,6 +88,20 @@ def test_clean_ini_keeps_safe_keys_and_drops_addopts(tmp_path: Path) -> None:
     assert "required_plugins" not in text and "-k" not in text and text.rstrip().endswith("addopts =")
 
 
+def test_a_native_tool_pytest_table_is_the_original_config(tmp_path: Path) -> None:
+    """humanize 4.17.0 configures only pytest 9's ``[tool.pytest]`` (addopts ``--doctest-modules``): this
+    process's pytest 8 did not read it, grading dropped the option, and its 15 doctests were "missing" in every
+    grading (dropped from the reliable tests)."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pytest]\naddopts = ["--doctest-modules", "-x"]\nfilterwarnings = ["error", "ignore:x:DeprecationWarning"]\n'
+        'testpaths = ["src", "tests"]\n\n[tool.pytest.sub]\nnested = 1\n')
+    ini = original_ini(tmp_path)
+    assert pinned_options(ini) == ["--doctest-modules"]
+    write_clean_ini(ini, tmp_path / "clean.ini")
+    text = (tmp_path / "clean.ini").read_text()
+    assert "filterwarnings =\n    error\n    ignore:x:DeprecationWarning" in text and "nested" not in text
+
+
 def test_clean_ini_reindents_a_multi_line_value_of_an_ini_file(tmp_path: Path) -> None:
     """zipp 4.1.2: its pytest.ini's filterwarnings has comments and unindented-looking entries; the grading
     ini said `duplicate name 'ignore'` and every grading reported nothing (0 tasks from 70 candidates)."""

@@ -17,6 +17,7 @@ import ast
 import os
 import shlex
 import shutil
+import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Protocol
@@ -116,9 +117,24 @@ def original_ini(root: Path) -> dict[str, object]:
                 found = load_config_dict_from_file(path)
             except Exception:  # a malformed original config: grade with pytest's defaults
                 found = None
+            if found is None and name == "pyproject.toml":
+                found = _native_table(path)
             if found is not None:
                 return dict(found)
     return {}
+
+
+def _native_table(path: Path) -> dict[str, object] | None:
+    """pytest 9's ``[tool.pytest]`` table (native TOML types), which this process's pytest may not read;
+    humanize 4.17.0 sets its ``--doctest-modules`` there, and without it its doctests were never graded."""
+    try:
+        tool = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}).get("pytest", {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    if not isinstance(tool, dict) or "ini_options" in tool:
+        return None
+    table = {k: v for k, v in tool.items() if not isinstance(v, dict)}
+    return table or None
 
 
 def _addopts(ini: Mapping[str, object]) -> list[str]:
