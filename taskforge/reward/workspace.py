@@ -113,6 +113,7 @@ def original_ini(root: Path) -> dict[str, object]:
     for name in CONFIG_FILES:
         path = root / name
         if path.is_file() and not path.is_symlink():
+            found: Mapping[str, object] | None
             try:
                 found = load_config_dict_from_file(path)
             except Exception:  # a malformed original config: grade with pytest's defaults
