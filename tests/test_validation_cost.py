@@ -230,3 +230,27 @@ def test_first_failure_battery_gives_the_whole_battery_verdict(task: tuple[Task,
         assert verdict(quick) == verdict(whole), passes
         redone += any(not stop for _, stop in quick_calls)
     assert 0 < redone < 60  # both paths were taken
+
+
+def test_a_stand_in_whose_run_never_reaches_the_witness_holds_it(task: tuple[Task, Path]) -> None:
+    """tenacity 9.2.1, ``stub:tenacity.stop.stop_after_attempt``: the xfail stand-in's gradings reported every
+    hidden test missing; the battery took that for a pass of the witness, found no fresh one, and graded all
+    five stand-ins whole (60 s of a 97 s stretch without a verdict). Not reached is not passed."""
+    import dataclasses
+
+    t, orig = task
+    ids = ("tests/t.py::a", "tests/t.py::b", "tests/t.py::c")
+    t = dataclasses.replace(t, fail_to_pass=ids)
+    calls: list[tuple[str, str]] = []
+    inner = _modelled(t, orig, {"always_equal": {"tests/t.py::a"}}, calls)
+
+    def grade(patch: str, **kw: object) -> SimpleNamespace:
+        res = inner(patch, **kw)
+        if calls[-1][0] == "xfail":  # the run ends before any hidden test reports
+            res = SimpleNamespace(score=0.0, outcomes=dict.fromkeys(ids, "missing"))
+        return res
+
+    res = run_battery(t, orig, grade, stop_when_cheatable=True, first_failure=True)
+    assert not res.cheatable
+    assert all(stop for _, stop in calls), calls  # no whole grading
+    assert calls == [("always_equal", "first_failure"), *[(n, "after_witness") for n in list(STAND_INS)[1:]]]

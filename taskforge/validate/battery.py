@@ -388,8 +388,10 @@ def run_battery(task: Task, original_tree: Path, grade: Callable[..., Graded],
         for other in before:
             if not new:
                 break
-            if new not in failed_by.get(other, set()) and new not in graded(other, "after_witness", new):
-                new = ""
+            if new not in failed_by.get(other, set()):
+                graded(other, "after_witness", new)
+                if new in scores[other][1]:  # not run (the run ended before it) is not passed: see below
+                    new = ""
         return new
 
     witness, held, refreshed = "", first_failure, 0
@@ -402,8 +404,11 @@ def run_battery(task: Task, original_tree: Path, grade: Callable[..., Graded],
             witness = next((n for n in f2p if n in failed), "")
             held = bool(witness)
         elif witness:
-            failed = graded(name, "after_witness", witness)
-            held = witness in failed or name not in decide
+            graded(name, "after_witness", witness)
+            # a witness the run did not reach (it crashed, stopped or timed out first) is not passed: the run is
+            # a prefix of the whole grading, which ends the same way (tenacity's xfail stand-in: every hidden
+            # test missing; taken for a pass of the witness, it cost 5 whole gradings, 60 s of a 97 s gap)
+            held = witness not in scores[name][1] or name not in decide
             if not held and refreshed < MAX_WITNESS_REFRESHES:
                 # attrs' always_equal failed a test echo_first passed: every later stand-in was graded whole
                 # (30-47 s each over 88 hypothesis tests) where a fresh witness takes a few short runs
