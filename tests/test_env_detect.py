@@ -592,3 +592,38 @@ def test_python_dotenv_tox_factor_deps_with_braces_are_installed(tmp_path: Path)
         tar.extractall(tmp_path, filter="data")
     spec = detect_env(tmp_path / "python_dotenv-1.2.4", python="3.11")
     assert "ipython" in spec.requirements, spec.notes
+
+
+def test_a_hatch_test_environment_is_a_requirement_set(tmp_path: Path) -> None:
+    """soupsieve 4.1.4 declares beautifulsoup4 and lxml only in ``[tool.hatch.envs.dev]``: without them 86 test
+    files did not collect (4 reliable tests of plain pytest's 749)."""
+    from generators.requirement_sets import _hatch_env
+
+    pyproject = {"tool": {"hatch": {"envs": {
+        "lint": {"dependencies": ["ruff"]},
+        "dev": {"dependencies": ["pytest", "pytest-cov", "coverage", "mypy", "ruff", "build", "beautifulsoup4",
+                                 "lxml>=5", "types-requests", "mkdocs-material"]}}}}}
+    found = _hatch_env(pyproject)
+    assert found is not None and found.origin == "hatch environment 'dev' of pyproject.toml"
+    assert found.requirements == ("pytest", "pytest-cov", "coverage", "beautifulsoup4", "lxml>=5")
+    pyproject["tool"]["hatch"]["envs"]["hatch-test"] = {"extra-dependencies": ["hypothesis"]}
+    assert _hatch_env(pyproject).requirements == ("hypothesis",)  # hatch's own test env comes first
+    assert _hatch_env({"tool": {"hatch": {"envs": {"docs": {"dependencies": ["mkdocs"]}}}}}) is None
+
+
+@pytest.mark.realrepo
+@pytest.mark.slow
+def test_soupsieve_test_requirements_come_from_its_hatch_env(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import tarfile
+
+    dl = tmp_path / "dl"
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", "soupsieve", "--no-deps",
+                           "-d", str(dl), "soupsieve==4.1.4"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    with tarfile.open(next(dl.glob("soupsieve-4.1.4.tar.gz"))) as tar:
+        tar.extractall(tmp_path, filter="data")
+    spec = detect_env(tmp_path / "soupsieve-4.1.4", python="3.11")
+    assert {"beautifulsoup4", "lxml"} <= set(spec.requirements), spec.notes
+    assert "mypy" not in spec.requirements and "ruff" not in spec.requirements
