@@ -31,7 +31,7 @@ def mask_constant_literals(text: str) -> str:
         return text
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError):
         return text
     spans: list[tuple[int, int, int, int, type]] = []
     _collect(tree, spans)
@@ -49,15 +49,18 @@ def mask_constant_literals(text: str) -> str:
 
 
 def _collect(node: ast.AST, spans: list[tuple[int, int, int, int, type]]) -> None:
-    for child in _children(node):
-        if isinstance(child, _CONTAINERS):
-            leaves = _constant_leaves(child)
-            if leaves >= MIN_LEAVES:
-                assert child.end_lineno is not None and child.end_col_offset is not None
-                spans.append((child.lineno, child.col_offset, child.end_lineno, child.end_col_offset,
-                              type(child)))
-                continue
-        _collect(child, spans)
+    """Iterative: a 1,000-deep expression (asttokens 3.0.2's test data) overflowed the recursive walk."""
+    stack = [node]
+    while stack:
+        for child in _children(stack.pop()):
+            if isinstance(child, _CONTAINERS):
+                leaves = _constant_leaves(child)
+                if leaves >= MIN_LEAVES:
+                    assert child.end_lineno is not None and child.end_col_offset is not None
+                    spans.append((child.lineno, child.col_offset, child.end_lineno, child.end_col_offset,
+                                  type(child)))
+                    continue
+            stack.append(child)
 
 
 def _children(node: ast.AST) -> list[ast.AST]:

@@ -313,7 +313,11 @@ def build_index(repo_root: Path, spec: EnvSpec) -> StaticIndex:
         except (OSError, UnicodeDecodeError) as exc:
             errors.append(f"{rel}: cannot read ({exc})")
             continue
-        result = index_file(text, rel, _module_name(rel, spec), is_test)
+        try:
+            result = index_file(text, rel, _module_name(rel, spec), is_test)
+        except RecursionError:  # one file nested too deep for the parsers never fails the repository's index
+            errors.append(f"{rel}: nested too deeply to parse (RecursionError); left out of the index")
+            continue
         if isinstance(result, str):
             errors.append(f"{rel}: {result}")
         else:

@@ -153,3 +153,42 @@ def test_test_file_classification() -> None:
     assert is_test_file("pkg/conftest.py", SPEC)
     assert is_test_file("test_inflection.py", SPEC)
     assert not is_test_file("src/shop/cart.py", SPEC)
+
+
+def test_a_file_nested_too_deep_to_parse_is_left_out_not_the_whole_index(tmp_path: Path) -> None:
+    """asttokens 3.0.2 ships test data with a 1,000+ deep expression: RecursionError in the literal mask (a
+    recursive walk) and in the parsers failed the whole profile ("maximum recursion depth exceeded", 0 tasks)
+    on held-out probe B."""
+    from generators.literal_mask import mask_constant_literals
+
+    for rel, text in FILES.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    deep = ("def chain(a):\n    return " + " + ".join(["a"] * 2000) + "\n\n\n"
+            "TABLE = [" + ", ".join(str(i) for i in range(3000)) + "]\n")
+    (tmp_path / "src/shop/deep.py").write_text(deep)
+    masked = mask_constant_literals(deep)  # the iterative walk reaches the table below the deep chain
+    assert "chain" in masked and "2999" not in masked
+    index = build_index(tmp_path, SPEC)
+    assert index.get("shop.cart.Cart") is not None  # the rest is indexed
+    assert any(e.startswith("src/shop/deep.py: nested too deeply") for e in index.parse_errors), index.parse_errors
+
+
+@pytest.mark.realrepo
+@pytest.mark.slow
+def test_asttokens_indexes_despite_its_deeply_nested_test_data(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import tarfile
+
+    from generators.env_detect import detect_env
+
+    dl = tmp_path / "dl"
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", "asttokens", "--no-deps",
+                           "-d", str(dl), "asttokens==3.0.2"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    with tarfile.open(next(dl.glob("asttokens-3.0.2.tar.gz"))) as tar:
+        tar.extractall(tmp_path, filter="data")
+    repo = tmp_path / "asttokens-3.0.2"
+    index = build_index(repo, detect_env(repo, python="3.11"))
+    assert index.get("asttokens.asttokens.ASTTokens") is not None
