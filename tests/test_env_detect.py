@@ -575,22 +575,19 @@ def test_extras_of_optional_imports_on_real_sdists(tmp_path: Path, name: str, ve
     assert spec.install_target == target, spec.notes
 
 
+def _sdist(tmp_path: Path, pin: str) -> Path:
+    """The unpacked sdist of ``pin`` (``name==version``), fetched as ``taskforge generate pypi:...`` would."""
+    from generators.sources import resolve_source
+
+    return resolve_source(f"pypi:{pin}", tmp_path / "work").path
+
+
 @pytest.mark.realrepo
 @pytest.mark.slow
 def test_python_dotenv_tox_factor_deps_with_braces_are_installed(tmp_path: Path) -> None:
     """python-dotenv 1.2.4's tox.ini has ``py{310,311,...,pypy3}: ipython``; the brace group was not expanded,
     ipython was left out and its 3 IPython tests skipped (257 vs plain pytest's 260 on the held-out probe)."""
-    import subprocess
-    import sys
-    import tarfile
-
-    dl = tmp_path / "dl"
-    proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", "python-dotenv", "--no-deps",
-                           "-d", str(dl), "python-dotenv==1.2.4"], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-500:]
-    with tarfile.open(next(dl.glob("python_dotenv-1.2.4.tar.gz"))) as tar:
-        tar.extractall(tmp_path, filter="data")
-    spec = detect_env(tmp_path / "python_dotenv-1.2.4", python="3.11")
+    spec = detect_env(_sdist(tmp_path, "python-dotenv==1.2.4"), python="3.11")
     assert "ipython" in spec.requirements, spec.notes
 
 
@@ -614,16 +611,6 @@ def test_a_hatch_test_environment_is_a_requirement_set(tmp_path: Path) -> None:
 @pytest.mark.realrepo
 @pytest.mark.slow
 def test_soupsieve_test_requirements_come_from_its_hatch_env(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-    import tarfile
-
-    dl = tmp_path / "dl"
-    proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", "soupsieve", "--no-deps",
-                           "-d", str(dl), "soupsieve==4.1.4"], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-500:]
-    with tarfile.open(next(dl.glob("soupsieve-4.1.4.tar.gz"))) as tar:
-        tar.extractall(tmp_path, filter="data")
-    spec = detect_env(tmp_path / "soupsieve-4.1.4", python="3.11")
+    spec = detect_env(_sdist(tmp_path, "soupsieve==4.1.4"), python="3.11")
     assert {"beautifulsoup4", "lxml"} <= set(spec.requirements), spec.notes
     assert "mypy" not in spec.requirements and "ruff" not in spec.requirements

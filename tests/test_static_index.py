@@ -177,18 +177,9 @@ def test_a_file_nested_too_deep_to_parse_is_left_out_not_the_whole_index(tmp_pat
 @pytest.mark.realrepo
 @pytest.mark.slow
 def test_asttokens_indexes_despite_its_deeply_nested_test_data(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-    import tarfile
-
     from generators.env_detect import detect_env
+    from generators.sources import resolve_source
 
-    dl = tmp_path / "dl"
-    proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", "asttokens", "--no-deps",
-                           "-d", str(dl), "asttokens==3.0.2"], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-500:]
-    with tarfile.open(next(dl.glob("asttokens-3.0.2.tar.gz"))) as tar:
-        tar.extractall(tmp_path, filter="data")
-    repo = tmp_path / "asttokens-3.0.2"
+    repo = resolve_source("pypi:asttokens==3.0.2", tmp_path / "work").path
     index = build_index(repo, detect_env(repo, python="3.11"))
     assert index.get("asttokens.asttokens.ASTTokens") is not None
