@@ -31,7 +31,7 @@ import functools
 import re
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -284,8 +284,9 @@ def hide_tests(repo_root: Path, fail_to_pass: Iterable[str], index: StaticIndex 
                         and e.kind is EntityKind.MODULE)
     moved = _follow_imports(repo_root, wanted)  # {(defining file, path): id where pytest collects it}
     keep = {rel: frozenset(p[0] for r, p in moved if r == rel) for rel, _ in moved}
+    texts = python_texts(repo_root) if wanted else []  # read once for every file below
     for rel in wanted:  # helpers another test module imports (tenacity: test_asyncio.py imports from test_tenacity)
-        if names := imported_elsewhere(repo_root, rel):
+        if names := imported_elsewhere(repo_root, rel, texts=texts):
             keep[rel] = keep.get(rel, frozenset()) | names
     for rel in sorted(set(wanted) | set(import_edits)):
         path = repo_root / rel
@@ -337,24 +338,19 @@ _SKIP_DIRS = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "node_mo
                         "site-packages", ".eggs"})
 
 
-def imported_elsewhere(repo_root: Path, rel: str, exclude: frozenset[str] = frozenset()) -> frozenset[str]:
+def imported_elsewhere(repo_root: Path, rel: str, exclude: frozenset[str] = frozenset(),
+                       texts: Sequence[tuple[str, str]] | None = None) -> frozenset[str]:
     """Top-level names of the module ``rel`` that another file of the repository imports (``from .test_x
     import Helper``; ``import tests.test_x`` or ``*`` count as every top-level name); ``exclude`` files do not
-    count as importers. Those names must stay when ``rel``'s tests are hidden, and so must the file."""
+    count as importers. Those names must stay when ``rel``'s tests are hidden, and so must the file.
+    ``texts``: the repository's python files, as ``python_texts`` reads them (read here when not given)."""
     stem = Path(rel).stem
     if stem == "__init__":
         return frozenset()
     names: set[str] = set()
     everything = False
-    for path in _python_files(repo_root):
-        other = path.relative_to(repo_root).as_posix()
-        if other == rel or other in exclude:
-            continue
-        try:
-            text = path.read_bytes().decode("utf-8", errors="replace")
-        except OSError:
-            continue
-        if stem not in text:
+    for other, text in (python_texts(repo_root) if texts is None else texts):
+        if other == rel or other in exclude or stem not in text:
             continue
         try:
             with warnings.catch_warnings():  # invalid escapes and the like in files that are not ours
@@ -381,6 +377,17 @@ def imported_elsewhere(repo_root: Path, rel: str, exclude: frozenset[str] = froz
     except (OSError, cst.ParserSyntaxError):
         top = set()
     return frozenset((names | top) - {"*"})
+
+
+def python_texts(repo_root: Path) -> list[tuple[str, str]]:
+    """(relative path, text) of every python file of the repository, caches and environments skipped."""
+    out = []
+    for path in _python_files(repo_root):
+        try:
+            out.append((path.relative_to(repo_root).as_posix(), path.read_bytes().decode("utf-8", errors="replace")))
+        except OSError:
+            continue
+    return out
 
 
 def _python_files(repo_root: Path) -> Iterable[Path]:
