@@ -14,6 +14,8 @@ per test phase as the phase ends, on a channel it took before any workspace code
 - a ``shadow`` record: the runner refused a workspace module that hides an installed one;
 - a ``dupes`` record: the runner deselected tests whose node id several collected items share (kept as
   a note: it can only remove tests, never report one);
+- an ``unordered`` record: tests parametrized over a set, whose positional ids may name another case in
+  the next process (read from the profile's baseline runs only; it can only make tests unreliable);
 - a ``preloaded`` record: the workspace files already imported when pytest is about to load conftests
   (a project pytest itself imports: iniconfig, packaging); one per run, a second is forged; read from the
   profile's original run only, never from a grading;
@@ -32,7 +34,7 @@ from __future__ import annotations
 import json
 
 RANK = {"passed": 0, "skipped": 1, "xfailed": 1, "xpassed": 2, "failed": 3, "error": 4}
-KINDS = frozenset({"hello", "collect_error", "collected", "phase", "shadow", "dupes", "preloaded", "end"})
+KINDS = frozenset({"hello", "collect_error", "collected", "unordered", "phase", "shadow", "dupes", "preloaded", "end"})
 PHASES = frozenset({"setup", "call", "teardown"})
 
 
@@ -61,6 +63,7 @@ class Ledger:
         self.seen: set[tuple[str, str]] = set()
         self.collection_errors: list[str] = []
         self.collected: list[str] = []
+        self.unordered: list[str] = []
         self.forged: list[str] = []
         self.shadows: list[str] = []
         self.duplicated: list[str] = []
@@ -93,6 +96,9 @@ class Ledger:
 
     def _collected(self, rec: dict) -> None:
         self.collected.extend(str(i) for i in rec["ids"])
+
+    def _unordered(self, rec: dict) -> None:
+        self.unordered.extend(str(i) for i in rec["ids"])
 
     def _shadow(self, rec: dict) -> None:
         self.shadows.extend(str(p) for p in rec["paths"])

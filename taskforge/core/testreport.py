@@ -65,6 +65,8 @@ class TestReport:
     flags: tuple[ReportFlag, ...] = field(default=())
     # workspace files already imported when pytest was about to load conftests (the runner's ``preloaded``)
     preloaded: tuple[str, ...] = ()
+    # tests parametrized over a set (the runner's ``unordered``): their positional ids may shift between runs
+    unordered: tuple[str, ...] = ()
     # node id -> outcome, built on first use: ``outcome_of`` in a loop over a large run's tests was quadratic
     _index: dict[str, Outcome] | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -90,7 +92,7 @@ class TestReport:
             return self
         return TestReport(
             self.results + extra, self.exit_code, self.duration, self.timed_out,
-            self.collection_errors, self.output_tail, self.flags, self.preloaded,
+            self.collection_errors, self.output_tail, self.flags, self.preloaded, self.unordered,
         )
 
     def nodeids(self, *outcomes: Outcome) -> frozenset[str]:
@@ -120,6 +122,7 @@ class TestReport:
             "output_tail": self.output_tail,
             "flags": list(self.flags),
             "preloaded": list(self.preloaded),
+            **({"unordered": list(self.unordered)} if self.unordered else {}),
         }
 
     @classmethod
@@ -133,6 +136,7 @@ class TestReport:
             output_tail=str(d.get("output_tail", "")),
             flags=tuple(ReportFlag(f) for f in d.get("flags", ())),
             preloaded=tuple(d.get("preloaded", ())),
+            unordered=tuple(d.get("unordered", ())),
         )
 
     @classmethod

@@ -158,7 +158,9 @@ def unstable_ids(reports: Sequence[TestReport], today: datetime.date | None = No
     # whose order changes between processes (isodate 0.7.2: TEST_CASES is a set holding None, whose hash is
     # its address): some ids coincide across the baseline runs by chance and name another case in the next
     # process, so every positional id of a function that lost one is unstable
+    # a function parametrized over a set (the runner's ``unordered``) is such a function whatever the runs saw
     shifting = {n.split("[", 1)[0] for n in unstable if "[" in n and _POSITIONAL.search(n.split("[", 1)[1])}
+    shifting |= {n.split("[", 1)[0] for r in reports for n in r.unordered if "[" in n}
     unstable |= {n for n in every if "[" in n and n.split("[", 1)[0] in shifting
                  and _POSITIONAL.search(n.split("[", 1)[1])}
     return frozenset(unstable)
