@@ -86,6 +86,18 @@ def test_tests_see_plugin_autoload_as_a_plain_pytest_would(toy) -> None:
     assert out.report.outcomes() == {"autoload/test_autoload.py::test_env": Outcome.PASSED}
 
 
+def test_requested_files_run_in_a_plain_pytests_order_whatever_the_request_order(toy) -> None:
+    """pyrsistent 0.20.0: ``vector_test.py`` reloads a module that ``checked_map_test.py`` needs unreloaded;
+    the grading's shuffled request ran the files in request order, and gold failed at random."""
+    sandbox, env, root = toy
+    write(root, {"order/test_b.py": "import builtins\n\ndef test_b():\n    assert getattr(builtins, '_tf_a', 0)\n",
+                 "order/test_a.py": "import builtins\n\ndef test_a():\n    builtins._tf_a = 1\n",
+                 "order/sub/test_c.py": "import builtins\n\ndef test_c():\n    assert not hasattr(builtins, '_tf_a')\n"})
+    ids = ("order/test_b.py::test_b", "order/test_a.py::test_a", "order/sub/test_c.py::test_c")
+    out = sandbox.run(env, root, RunRequest(tests=ids, timeout_s=120))
+    assert out.report.outcomes() == dict.fromkeys(ids, Outcome.PASSED), out.report.output_tail
+
+
 def test_a_parametrization_over_a_set_is_reported_unordered(toy) -> None:
     """isodate 0.7.2 parametrizes over a set holding None (hashed by address): its ``expected23`` ids shift
     between processes, and two baseline runs agree by chance often enough that only the runner's word on

@@ -267,9 +267,9 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path,
             written = dict.fromkeys((*hidden, *plan.files))
             _PLANTED.put(memo_key, ({rel: (workspace / rel).read_text(encoding="utf-8") for rel in written}, plan))
     selected = [*tests, *plan.nodeids]
-    # canaries are not the last ids of the request; the gradings of one battery (the same seed and files) run
-    # the tests in one order, so that a stand-in graded up to another's first failure runs what that one ran
-    # (``taskforge.validate.battery.run_battery``): click's Context, shuffled afresh, ran 932 tests to reach it
+    # canaries are not the last ids of the request (the runner runs the files in a plain pytest's order, each
+    # file's tests in collection order, whatever the request's order: ``_split_nodeids``); the gradings of one
+    # battery (the same seed and files) run their tests in one order (``taskforge.validate.battery.run_battery``)
     (random.Random(repr(memo_key)) if memo_key is not None else random.SystemRandom()).shuffle(selected)
     args = ["-c", ini_name, "--rootdir=.", "--confcutdir=.", "-p", plan.plugin_module, *pinned_options(ini),
             *selected]
