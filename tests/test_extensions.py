@@ -36,6 +36,13 @@ def test_keeps_only_modules_compiled_from_native_sources(tmp_path: Path) -> None
     assert extensions.module_names([f"pkg/_speedups{SUFFIX}", "_top.abi3.so"]) == ["_top", "pkg._speedups"]
 
 
+def test_a_module_built_from_cpythons_name_module_source_is_kept(tmp_path: Path) -> None:
+    """pyrsistent 0.20.0 builds ``pvectorc`` from ``pvectorcmodule.c``."""
+    repo = _repo(tmp_path, {"pvectorcmodule.c": "", "pyrsistent/__init__.py": "", "pyrsistent/_pvector.py": ""})
+    installed = [f"pvectorc{SUFFIX}", f"pyrsistent/_pvector{SUFFIX}", f"other{SUFFIX}"]
+    assert extensions.keep(installed, repo) == [f"pvectorc{SUFFIX}"]
+
+
 def test_a_module_linking_a_foreign_library_is_left_out(tmp_path: Path) -> None:
     """pyyaml's ``_yaml`` links libyaml: an image without it would take the pure path; here the compiled one."""
     assert any(n.startswith("libssl") for n in extensions.foreign_libraries(Path(_ssl.__file__)))
@@ -149,6 +156,24 @@ def test_markupsafe_profiles_its_speedups_tests(tmp_path_factory: pytest.TempPat
     assert profile.env.extra.get("extension_modules") == "markupsafe._speedups"
     speedups = [t for t in profile.baseline.passed if "_speedups" in t]
     assert len(speedups) > 30 and len(profile.baseline.passed) >= 79, profile.baseline
+
+
+@pytest.mark.realrepo
+@pytest.mark.slow
+def test_pyrsistent_profiles_its_c_vector_tests(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """pyrsistent 0.20.0: ``pvectorc`` (from ``pvectorcmodule.c``) was not kept, and its 102 C-path tests
+    skipped (536 of plain pytest's 637 passes)."""
+    from sandboxes.local import LocalSandbox
+    from taskforge.core.settings import Settings
+    from taskforge.profile.build import build_profile
+
+    work = tmp_path_factory.getbasetemp() / "tf-shared-work"
+    work.mkdir(exist_ok=True)
+    settings = Settings(work_dir=work, install_timeout_s=600, test_timeout_s=300)
+    profile = build_profile("pypi:pyrsistent==0.20.0", settings, LocalSandbox(settings), runs=1)
+    assert profile.env.extra.get("extension_modules") == "pvectorc"
+    c_path = [t for t in profile.baseline.passed if "[pvectorc]" in t]
+    assert len(c_path) > 90 and len(profile.baseline.passed) >= 630, profile.baseline.counts()
 
 
 def _local_and_docker_profiles(source: str, factory: pytest.TempPathFactory) -> tuple:
