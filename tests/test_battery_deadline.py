@@ -70,3 +70,48 @@ def test_a_looping_stand_in_fails_at_the_deadline_and_the_task_is_accepted(tmp_p
     assert none.outcomes.get("tests/test_walk.py::test_cycle_len") == "failed", battery  # the loop, cut
     assert none.seconds < BATTERY_DEADLINE_FLOOR_S + 15, battery
     assert sum(r.seconds for r in battery.values()) < 60, battery
+
+
+RETRY = '''\
+"""Retrying a step until it works."""
+
+
+def step(v):
+    """One step: the value doubled."""
+    return [x * 2 for x in v]
+'''
+
+TEST_RETRY = '''\
+from minipkg.retry import step
+
+
+def test_step():
+    assert step([1, 2]) == [2, 4]
+
+
+def test_retry_until_it_works():
+    got = None
+    while got is None:  # pyrsistent's test_segfault_issue_52: retry on an error, forever once step is gone
+        try:
+            got = step([3])
+        except Exception:
+            continue
+    assert got == [6]
+'''
+
+
+@pytest.mark.slow
+def test_a_test_that_loops_on_the_broken_code_fails_at_its_deadline_not_the_run_limit(tmp_path) -> None:
+    """pyrsistent 0.20.0: with ``transform`` stubbed, ``test_segfault_issue_52`` retries forever; the early
+    run (and the empty-patch grading) ran into the 77 s run limit, the longest stretch without a verdict."""
+    src = make_mini_project(tmp_path / "minipkg", {"minipkg/retry.py": RETRY, "tests/test_retry.py": TEST_RETRY})
+    settings = Settings.load({"work_dir": str(tmp_path / "work"), "baseline_runs": 2, "test_timeout_s": 300,
+                              "battery": False})
+    profile = profile_source(ProfileJob(str(src), settings.to_dict(), sandbox=HostSandbox()))
+    cand = Candidate("stub:minipkg.retry.step", "stub", "minipkg.retry.step",
+                     ("tests/test_retry.py::test_step", "tests/test_retry.py::test_retry_until_it_works"), 1.0, "")
+    res = validate_candidate(CandidateJob(profile.profile_dir, cand, settings.to_dict(), sandbox=HostSandbox()))
+    assert res.task is not None, res.rejected
+    assert "tests/test_retry.py::test_retry_until_it_works" in res.task.fail_to_pass
+    slow = {r.check: r.seconds for r in res.task.validation if r.seconds > BATTERY_DEADLINE_FLOOR_S + 15}
+    assert not slow, slow
