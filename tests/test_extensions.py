@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -141,18 +142,23 @@ def test_harbor_layers_ship_the_overlay_in_both_images() -> None:
     assert any(ln.startswith("RUN cp /tmp/taskforge-finder/* ") for ln in with_ext)
 
 
-@pytest.mark.realrepo
-@pytest.mark.slow
-def test_markupsafe_profiles_its_speedups_tests(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """markupsafe 3.0.4: its ``[_speedups]`` tests skipped (39 of 79 passed) before the overlay existed."""
+def _local_profile(source: str, factory: pytest.TempPathFactory) -> Any:
+    """``source`` profiled in the local sandbox (one baseline run), in the session's shared work area."""
     from sandboxes.local import LocalSandbox
     from taskforge.core.settings import Settings
     from taskforge.profile.build import build_profile
 
-    work = tmp_path_factory.getbasetemp() / "tf-shared-work"
+    work = factory.getbasetemp() / "tf-shared-work"
     work.mkdir(exist_ok=True)
     settings = Settings(work_dir=work, install_timeout_s=600, test_timeout_s=300)
-    profile = build_profile("pypi:markupsafe==3.0.4", settings, LocalSandbox(settings), runs=1)
+    return build_profile(source, settings, LocalSandbox(settings), runs=1)
+
+
+@pytest.mark.realrepo
+@pytest.mark.slow
+def test_markupsafe_profiles_its_speedups_tests(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """markupsafe 3.0.4: its ``[_speedups]`` tests skipped (39 of 79 passed) before the overlay existed."""
+    profile = _local_profile("pypi:markupsafe==3.0.4", tmp_path_factory)
     assert profile.env.extra.get("extension_modules") == "markupsafe._speedups"
     speedups = [t for t in profile.baseline.passed if "_speedups" in t]
     assert len(speedups) > 30 and len(profile.baseline.passed) >= 79, profile.baseline
@@ -163,14 +169,7 @@ def test_markupsafe_profiles_its_speedups_tests(tmp_path_factory: pytest.TempPat
 def test_pyrsistent_profiles_its_c_vector_tests(tmp_path_factory: pytest.TempPathFactory) -> None:
     """pyrsistent 0.20.0: ``pvectorc`` (from ``pvectorcmodule.c``) was not kept, and its 102 C-path tests
     skipped (536 of plain pytest's 637 passes)."""
-    from sandboxes.local import LocalSandbox
-    from taskforge.core.settings import Settings
-    from taskforge.profile.build import build_profile
-
-    work = tmp_path_factory.getbasetemp() / "tf-shared-work"
-    work.mkdir(exist_ok=True)
-    settings = Settings(work_dir=work, install_timeout_s=600, test_timeout_s=300)
-    profile = build_profile("pypi:pyrsistent==0.20.0", settings, LocalSandbox(settings), runs=1)
+    profile = _local_profile("pypi:pyrsistent==0.20.0", tmp_path_factory)
     assert profile.env.extra.get("extension_modules") == "pvectorc"
     c_path = [t for t in profile.baseline.passed if "[pvectorc]" in t]
     assert len(c_path) > 90 and len(profile.baseline.passed) >= 630, profile.baseline.counts()
