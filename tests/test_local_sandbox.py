@@ -241,6 +241,29 @@ def test_per_test_coverage_contexts(toy) -> None:
     assert lines[4] == ("",)  # `def add` runs at import: the empty context, outside every test
 
 
+def test_coverage_of_a_tests_child_processes_counts_for_that_test(toy) -> None:
+    """jsonpointer's CLI tests run the package in a child process with an environment of their own (another
+    PYTHONPATH): per-test coverage saw nothing of it, and deleting what the CLI runs was rejected as a red
+    PASS_TO_PASS test."""
+    sandbox, env, root = toy
+    write(root, {"cli/test_cli.py": (
+        "import os, subprocess, sys\n\n"
+        "def test_child():\n"
+        "    code = 'import toypkg; print(toypkg.shout(\"x\"))'\n"
+        "    env = {'PATH': os.environ['PATH'], 'PYTHONPATH': os.pathsep.join([os.getcwd(), *sys.path[1:]])}\n"
+        "    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env, timeout=60)\n"
+        "    assert out.stdout.strip() == 'X!', out.stderr\n\n"
+        "def test_in_process():\n"
+        "    import toypkg\n"
+        "    assert toypkg.add(1, 2) == 3\n")})
+    out = sandbox.run(env, root, RunRequest(tests=("cli/test_cli.py",), coverage=True, timeout_s=120))
+    assert out.report.outcomes() == {"cli/test_cli.py::test_child": Outcome.PASSED,
+                                     "cli/test_cli.py::test_in_process": Outcome.PASSED}, out.report.output_tail
+    lines = out.coverage["toypkg/__init__.py"]
+    assert lines[12] == ("cli/test_cli.py::test_child",)  # loud = ..., in the child only
+    assert lines[6] == ("cli/test_cli.py::test_in_process",)
+
+
 def test_collect_only_lists_tests_as_skipped(toy) -> None:
     sandbox, env, root = toy
     out = sandbox.run(env, root, RunRequest(tests=("tests/test_toy.py",), collect_only=True, timeout_s=120))

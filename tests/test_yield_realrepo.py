@@ -134,3 +134,13 @@ def test_isodate_positional_ids_of_a_set_parametrization_are_never_reliable(tmp_
     assert not [t for t in positional if t in profile.baseline.reliable]
     assert "tests/test_duration.py::test_format" in profile.baseline.reliable or any(
         t.startswith("tests/test_duration.py::") for t in profile.baseline.reliable)
+
+
+def test_jsonpointer_cli_tests_cover_what_their_child_process_runs(tmp_path: Path) -> None:
+    """jsonpointer 3.12's CommandLineTests run ``bin/jsonpointer`` in a child process with an environment of
+    their own (``PYTHONPATH=root``): 6 of them covered jsonpointer.py (the ones using runpy in-process), and
+    deleting what the CLI runs was rejected as a red PASS_TO_PASS test."""
+    profile, _ = _profile("pypi:jsonpointer==3.12", tmp_path, runs=1)
+    lines = profile.coverage.lines.get("jsonpointer.py", {})
+    cli = {t for ids in lines.values() for t in ids if "::CommandLineTests::" in t}
+    assert len(cli) >= 25, sorted(cli)

@@ -42,7 +42,8 @@ REQUEST.json keys (unknown keys are ignored):
     coverage         bool       measure per-test line coverage (coverage.py, one context per test)
     coverage_source  list[str]  files/dirs whose lines are measured (relative to the cwd or absolute)
     coverage_json    str        where to write ``{relative file: {line: [node ids]}}`` (test function ids in a
-                                large parametrized suite: ``ReportPlugin``)
+                                large parametrized suite: ``ReportPlugin``); the Python child processes a
+                                test starts are measured too, under that test's id (``SubprocessCoverage``)
     collect_only     bool       only collect: the collected node ids are sent as ``collected`` records
     tracebacks       bool       false: ``--tb=no``, and no failure's traceback is formatted (``BriefFailures``;
                                 the caller reads outcomes only); true: the first ``FULL_TRACEBACKS`` failures
@@ -68,6 +69,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from typing import Any
@@ -133,10 +135,12 @@ class ReportPlugin:
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         if self.cov is not None:
             self.cov.switch_context(function_id(nodeid) if self.grouped else nodeid)
+            SubprocessCoverage.context(function_id(nodeid) if self.grouped else nodeid)
 
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
         if self.cov is not None:
             self.cov.switch_context("")
+            SubprocessCoverage.context("")
 
     def pytest_load_initial_conftests(self, early_config: Any, parser: Any, args: Any) -> None:
         send({"k": "preloaded", "files": preloaded_files()})
@@ -195,6 +199,131 @@ def preloaded_files(limit: int = 2000) -> list[str]:
     return sorted(found)[:limit]
 
 
+SUBCOV_ENV = "TASKFORGE_SUBCOV"  # {"dir": ..., "include": [...]}: where children write their coverage data
+SUBCOV_CONTEXT_ENV = "TASKFORGE_SUBCOV_CONTEXT"  # the running test's coverage context, inherited by its children
+SITECUSTOMIZE = '''"""taskforge's per-test coverage of a test's Python child processes (pytest_runner.SubprocessCoverage)."""
+import os
+
+
+def _taskforge_subcov():
+    import atexit
+    import json
+
+    context = os.environ.get("TASKFORGE_SUBCOV_CONTEXT")
+    try:
+        cfg = json.loads(os.environ["TASKFORGE_SUBCOV"])
+        if not context:
+            return
+        import coverage
+
+        cov = coverage.Coverage(data_file=os.path.join(cfg["dir"], "cov.%d" % os.getpid()), include=cfg["include"],
+                                config_file=False, branch=False, context=context)
+        cov.start()
+    except Exception:
+        return
+
+    def save():
+        try:
+            cov.stop()
+            cov.save()
+        except Exception:
+            pass
+
+    atexit.register(save)
+
+
+_taskforge_subcov()
+del _taskforge_subcov
+# the sitecustomize this one shadows (a distribution's), if any
+import sys as _sys  # noqa: E402
+
+_here = os.path.dirname(os.path.abspath(__file__))
+_rest = [p for p in _sys.path if os.path.abspath(p or ".") != _here]
+del _sys.modules["sitecustomize"]
+try:
+    import importlib.util as _util
+
+    _spec = next((s for s in (_util.spec_from_file_location("sitecustomize", os.path.join(p, "sitecustomize.py"))
+                              for p in _rest if os.path.isfile(os.path.join(p or ".", "sitecustomize.py"))) if s), None)
+    if _spec is not None and _spec.loader is not None:
+        _mod = _util.module_from_spec(_spec)
+        _sys.modules["sitecustomize"] = _mod
+        _spec.loader.exec_module(_mod)
+except Exception:
+    pass
+'''
+
+
+class SubprocessCoverage:
+    """Per-test coverage of the Python child processes a test starts (``[sys.executable, '-m', 'pkg']``, a
+    console script): a ``sitecustomize`` on the children's ``PYTHONPATH`` starts coverage.py in each one,
+    under the running test's context (an environment variable the runner sets at each test's start), and
+    ``_coverage_write`` merges what they saved. Without it, jsonpointer's CLI tests covered nothing, and
+    deleting what the CLI runs was rejected as a red PASS_TO_PASS test (``generators.cli_tests`` guesses
+    only ``-m pkg`` and script paths, statically). Only in coverage runs, on the pristine code."""
+
+    def __init__(self, include: list[str]) -> None:
+        import tempfile
+
+        self.dir = tempfile.mkdtemp(prefix="tf-subcov-")
+        with open(os.path.join(self.dir, "sitecustomize.py"), "w", encoding="utf-8") as fh:
+            fh.write(SITECUSTOMIZE)
+        self.config = json.dumps({"dir": self.dir, "include": include})
+        os.environ.update(self.child_env(os.environ))
+        self._patch_popen()
+
+    def child_env(self, env: Any) -> dict[str, str]:
+        """``env`` with the variables a child needs to measure itself (our folder first on its PYTHONPATH)."""
+        out = dict(env)
+        path = str(out.get("PYTHONPATH") or "")
+        if self.dir not in path.split(os.pathsep):
+            out["PYTHONPATH"] = os.pathsep.join(p for p in (self.dir, path) if p)
+        out[SUBCOV_ENV] = self.config
+        out[SUBCOV_CONTEXT_ENV] = os.environ.get(SUBCOV_CONTEXT_ENV, "")
+        return out
+
+    def _patch_popen(self) -> None:
+        """A child given its own environment (jsonpointer's CLI tests: ``env=dict(os.environ, PYTHONPATH=root)``)
+        still gets the variables: ``Popen._execute_child``'s ``env`` argument (the 7th) is completed."""
+        import subprocess
+
+        original = getattr(subprocess.Popen, "_execute_child", None)
+        if original is None or os.name != "posix":
+            return
+        child_env = self.child_env
+
+        def _execute_child(popen: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                if "env" in kwargs and kwargs["env"] is not None:
+                    kwargs["env"] = child_env(kwargs["env"])
+                elif len(args) > 6 and isinstance(args[6], dict):
+                    args = (*args[:6], child_env(args[6]), *args[7:])
+            except Exception:  # an environment of bytes, or an odd mapping: the child goes unmeasured
+                pass
+            return original(popen, *args, **kwargs)
+
+        subprocess.Popen._execute_child = _execute_child  # type: ignore[attr-defined]
+
+    @staticmethod
+    def context(name: str) -> None:
+        os.environ[SUBCOV_CONTEXT_ENV] = name
+
+    def data(self) -> list[Any]:
+        """The coverage data the children saved (one ``CoverageData`` per process that exited normally)."""
+        import coverage
+
+        out = []
+        for name in sorted(os.listdir(self.dir)):
+            if name.startswith("cov."):
+                data = coverage.CoverageData(basename=os.path.join(self.dir, name))
+                try:
+                    data.read()
+                except Exception:  # a child killed while saving
+                    continue
+                out.append(data)
+        return out
+
+
 def _coverage_start(request: dict[str, Any]) -> Any:
     import coverage  # only needed when coverage is asked for
 
@@ -203,24 +332,31 @@ def _coverage_start(request: dict[str, Any]) -> Any:
         path = os.path.abspath(src)
         include.append(os.path.join(path, "*") if os.path.isdir(path) else path)
     cov = coverage.Coverage(data_file=None, include=include, config_file=False, branch=False)
+    cov.subprocesses = SubprocessCoverage(include)  # type: ignore[attr-defined]
     cov.start()
     return cov
 
 
 def _coverage_write(cov: Any, path: str) -> None:
     cov.stop()
-    data = cov.get_data()
     cwd = os.getcwd()
+    merged: dict[str, dict[int, set[str]]] = {}
+    children = getattr(cov, "subprocesses", None)
+    for data in [cov.get_data(), *(children.data() if children is not None else ())]:
+        for filename in data.measured_files():
+            lines = merged.setdefault(os.path.relpath(filename, cwd), {})
+            for ln, ctxs in data.contexts_by_lineno(filename).items():
+                lines.setdefault(ln, set()).update(ctxs)
     out: dict[str, dict[str, list[str]]] = {}
-    for filename in sorted(data.measured_files()):
-        by_line = data.contexts_by_lineno(filename)
+    for rel, by_line in sorted(merged.items()):
         # "" is the context outside every test: collection, imports, session hooks (what runs there, a stub
         # of it breaks collection); the parent keeps it apart from the tests
-        lines = {str(ln): sorted(ctxs) for ln, ctxs in sorted(by_line.items())}
-        lines = {ln: ctxs for ln, ctxs in lines.items() if ctxs}
+        lines = {str(ln): sorted(ctxs) for ln, ctxs in sorted(by_line.items()) if ctxs}
         if lines:
-            out[os.path.relpath(filename, cwd)] = lines
+            out[rel] = lines
     _write_json(path, out)
+    if children is not None:
+        shutil.rmtree(children.dir, ignore_errors=True)
 
 
 def _write_json(path: str, obj: Any) -> None:
