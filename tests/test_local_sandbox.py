@@ -252,7 +252,7 @@ def test_coverage_of_a_tests_child_processes_counts_for_that_test(toy) -> None:
         "    code = 'import toypkg; print(toypkg.shout(\"x\"))'\n"
         "    env = {'PATH': os.environ['PATH'], 'PYTHONPATH': os.pathsep.join([os.getcwd(), *sys.path[1:]])}\n"
         "    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env, timeout=60)\n"
-        "    assert out.stdout.strip() == 'X!', out.stderr\n\n"
+        "    assert out.stdout.strip() == 'X!' and out.stderr == '', out.stderr\n\n"
         "def test_in_process():\n"
         "    import toypkg\n"
         "    assert toypkg.add(1, 2) == 3\n")})

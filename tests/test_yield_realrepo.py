@@ -144,3 +144,4 @@ def test_jsonpointer_cli_tests_cover_what_their_child_process_runs(tmp_path: Pat
     lines = profile.coverage.lines.get("jsonpointer.py", {})
     cli = {t for ids in lines.values() for t in ids if "::CommandLineTests::" in t}
     assert len(cli) >= 25, sorted(cli)
+    assert profile.baseline.counts()["passed"] == 92, sorted(profile.baseline.failed)  # plain pytest's 92

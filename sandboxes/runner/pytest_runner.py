@@ -218,6 +218,7 @@ def _taskforge_subcov():
 
         cov = coverage.Coverage(data_file=os.path.join(cfg["dir"], "cov.%d" % os.getpid()), include=cfg["include"],
                                 config_file=False, branch=False, context=context)
+        cov._warn = lambda *args, **kwargs: None  # a child's stderr is what its test reads (jsonpointer's CLI tests)
         cov.start()
     except Exception:
         return
@@ -234,23 +235,29 @@ def _taskforge_subcov():
 
 _taskforge_subcov()
 del _taskforge_subcov
-# the sitecustomize this one shadows (a distribution's), if any
-import sys as _sys  # noqa: E402
+# the sitecustomize this one shadows (a distribution's), if any, run under another name (the import of this
+# one returns ``sys.modules["sitecustomize"]``: it must stay this module)
+def _taskforge_chain():
+    import importlib.util
+    import sys
 
-_here = os.path.dirname(os.path.abspath(__file__))
-_rest = [p for p in _sys.path if os.path.abspath(p or ".") != _here]
-del _sys.modules["sitecustomize"]
+    here = os.path.dirname(os.path.abspath(__file__))
+    for entry in sys.path:
+        path = os.path.join(entry or ".", "sitecustomize.py")
+        if os.path.abspath(entry or ".") != here and os.path.isfile(path):
+            spec = importlib.util.spec_from_file_location("_taskforge_shadowed_sitecustomize", path)
+            if spec is not None and spec.loader is not None:
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[spec.name] = module
+                spec.loader.exec_module(module)
+            return
+
+
 try:
-    import importlib.util as _util
-
-    _spec = next((s for s in (_util.spec_from_file_location("sitecustomize", os.path.join(p, "sitecustomize.py"))
-                              for p in _rest if os.path.isfile(os.path.join(p or ".", "sitecustomize.py"))) if s), None)
-    if _spec is not None and _spec.loader is not None:
-        _mod = _util.module_from_spec(_spec)
-        _sys.modules["sitecustomize"] = _mod
-        _spec.loader.exec_module(_mod)
+    _taskforge_chain()
 except Exception:
     pass
+del _taskforge_chain
 '''
 
 
