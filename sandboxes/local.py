@@ -265,6 +265,7 @@ def build_request(spec: EnvSpec, workspace: Path, request: RunRequest, scratch: 
         "stop_after": request.stop_after,
         **({"stop_at_failure_of": list(request.stop_at_failure_of)} if request.stop_at_failure_of else {}),
         **({"test_deadline_s": request.test_deadline_s} if request.test_deadline_s > 0 else {}),
+        **({"test_deadlines": dict(request.test_deadlines)} if request.test_deadlines else {}),
         "grading": request.grading,
         **({"shadow_allowed": list(request.shadow_allowed)} if request.shadow_allowed is not None else {}),
     }

@@ -42,6 +42,8 @@ class RunRequest:
     #                                           may fail without stopping the run)
     test_deadline_s: float = 0.0  # > 0: a test still running after this many seconds fails (trusted runs:
     #                               the battery's stand-ins, which can make the code loop)
+    test_deadlines: Mapping[str, float] = field(default_factory=dict)  # node id -> its own deadline (0:
+    #                                                                    none), instead of ``test_deadline_s``
 
 
 @dataclass(frozen=True, slots=True)

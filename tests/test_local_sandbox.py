@@ -175,6 +175,24 @@ def test_a_test_past_its_deadline_fails_and_the_run_goes_on(toy) -> None:
     assert out.report.timed_out and out.report.outcome_of("loops/test_loops.py::test_spins") is Outcome.MISSING
 
 
+def test_a_test_with_its_own_deadline_keeps_it_and_the_others_get_the_default(toy) -> None:
+    """``test_deadlines``: soupsieve's always-equal stand-in looped in a 0.01 s test for the 43 s that one
+    deadline over its slowest hidden test (3.8 s) allowed; a slow test keeps its own, longer deadline, and
+    0 means none."""
+    sandbox, env, root = toy
+    write(root, {"own/test_own.py": (
+        "import time\n\n"
+        "def test_loops():\n    while True:\n        pass\n\n"
+        "def test_slow():\n    time.sleep(2.5)\n\n"
+        "def test_slow_unbounded():\n    time.sleep(2.5)\n")})
+    ids = ("own/test_own.py::test_loops", "own/test_own.py::test_slow", "own/test_own.py::test_slow_unbounded")
+    start = time.monotonic()
+    out = sandbox.run(env, root, RunRequest(tests=ids, timeout_s=60, test_deadline_s=1.0,
+                                            test_deadlines={ids[1]: 10.0, ids[2]: 0.0}))
+    assert time.monotonic() - start < 30
+    assert out.report.outcomes() == {ids[0]: Outcome.FAILED, ids[1]: Outcome.PASSED, ids[2]: Outcome.PASSED}
+
+
 def test_environment_is_scrubbed(toy, monkeypatch: pytest.MonkeyPatch) -> None:
     sandbox, env, root = toy
     monkeypatch.setenv("TASKFORGE_TEST_SECRET", "hunter2")

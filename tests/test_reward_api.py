@@ -124,18 +124,20 @@ def test_a_test_deadline_reaches_only_trusted_gradings(built: tuple[Task, Path, 
     from taskforge.reward.reward import reward
 
     task, orig, _ = built
-    seen: list[float] = []
+    seen: list[tuple[float, dict]] = []
 
     class Recording(SubprocessSandbox):
         def run(self, env, workspace, request):  # type: ignore[no-untyped-def]
-            seen.append(request.test_deadline_s)
+            seen.append((request.test_deadline_s, dict(request.test_deadlines)))
             return super().run(env, workspace, request)
 
     box = Recording()
-    assert reward(task, task.patch, sandbox=box, trees=DirectoryTrees(orig), test_deadline_s=3.0).score == 1.0
+    own = {task.fail_to_pass[0]: 9.0}
     assert reward(task, task.patch, sandbox=box, trees=DirectoryTrees(orig), test_deadline_s=3.0,
-                  trusted=True).score == 1.0
-    assert seen == [0.0, 3.0]
+                  test_deadlines=own).score == 1.0
+    assert reward(task, task.patch, sandbox=box, trees=DirectoryTrees(orig), test_deadline_s=3.0,
+                  test_deadlines=own, trusted=True).score == 1.0
+    assert seen == [(0.0, {}), (3.0, own)]
 
 
 def test_gradings_of_one_battery_run_their_tests_in_one_order(built: tuple[Task, Path, Path]) -> None:

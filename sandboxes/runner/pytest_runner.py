@@ -55,6 +55,7 @@ REQUEST.json keys (unknown keys are ignored):
     stop_at_failure_of list     node ids: stop once one of them has failed (``StopAtFailureOf``)
     test_deadline_s  float      > 0: a test still running after this many seconds fails (``TestDeadline``);
                                 for our own stand-ins at validation, which can make the code loop
+    test_deadlines   dict       node id -> seconds: that test's own deadline, instead of ``test_deadline_s``
     shadow_allowed   list[str]  top-level names the workspace may define (grading runs; see above)
     grading          bool       a grading run (see above)
 
@@ -493,22 +494,27 @@ class TestDeadline:
     the C call returns: the run's own limit still holds.
     """
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds = float(seconds)
+    def __init__(self, seconds: float, per_test: dict[str, float] | None = None) -> None:
+        self.seconds = float(seconds)  # 0: no deadline for a test ``per_test`` does not name
+        self.per_test = per_test or {}
         self.nodeid = ""
+        self.current = 0.0
 
     def _expired(self, _signum: int, _frame: Any) -> None:
-        raise TestDeadlineExceeded(f"{self.nodeid} ran past its {self.seconds:g}s deadline (test_deadline_s)")
+        raise TestDeadlineExceeded(f"{self.nodeid} ran past its {self.current:g}s deadline (test_deadline_s)")
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         import signal
 
         self.nodeid = nodeid
+        self.current = self.per_test.get(nodeid, self.seconds)
+        if self.current <= 0:
+            return
         try:
             signal.signal(signal.SIGALRM, self._expired)
         except ValueError:  # not the main thread: no deadline (the run's own limit holds)
             return
-        signal.setitimer(signal.ITIMER_REAL, self.seconds, 1.0)
+        signal.setitimer(signal.ITIMER_REAL, self.current, 1.0)
 
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
         import signal
@@ -828,8 +834,12 @@ def main(argv: list[str]) -> int:
     if isinstance(request.get("stop_at_failure_of"), list) and request["stop_at_failure_of"] and not collect_only:
         plugins.append(StopAtFailureOf([str(n) for n in request["stop_at_failure_of"]]))
     deadline = request.get("test_deadline_s")
-    if isinstance(deadline, (int, float)) and not isinstance(deadline, bool) and deadline > 0 and not collect_only:
-        plugins.append(TestDeadline(float(deadline)))
+    deadline = float(deadline) if isinstance(deadline, (int, float)) and not isinstance(deadline, bool) else 0.0
+    own = request.get("test_deadlines")
+    own = {str(k): float(v) for k, v in own.items() if isinstance(v, (int, float)) and v >= 0} \
+        if isinstance(own, dict) else {}  # 0: that test has no deadline
+    if (deadline > 0 or own) and not collect_only:
+        plugins.append(TestDeadline(max(deadline, 0.0), own))
     exit_code = 3
     try:
         exit_code = int(pytest.main(args, plugins=[plugin, *plugins]))

@@ -125,7 +125,7 @@ def grading_limit_s(task: Task, settings: Settings) -> float:
 def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, settings: Settings | None = None,
            timeout_s: float | None = None, envs: EnvCache | None = None, tracebacks: bool = True,
            trusted: bool = False, plan_seed: int | None = None, stop_at_failure: bool = False,
-           stop_after: str = "", test_deadline_s: float = 0.0,
+           stop_after: str = "", test_deadline_s: float = 0.0, test_deadlines: Mapping[str, float] | None = None,
            stop_at_failure_of: tuple[str, ...] = ()) -> RewardResult:
     """Grade ``patch`` (a unified diff against the broken workspace) on ``task`` in a fresh workspace.
 
@@ -139,7 +139,8 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
     id): once that test has run; ``stop_at_failure_of`` (node ids): once one of those has failed. ``outcomes`` then cover the tests run up to there (the rest ``missing``,
     so such a grading scores 0 unless it ran everything); with ``stop_at_failure`` alone the binary score
     is the whole grading's (a failure scores 0 either way). ``test_deadline_s`` (trusted gradings only;
-    ignored otherwise): a test running longer fails (``RunRequest.test_deadline_s``).
+    ignored otherwise): a test running longer fails (``RunRequest.test_deadline_s``); ``test_deadlines``:
+    the named tests' own deadlines instead (``RunRequest.test_deadlines``).
     """
     settings = settings or Settings()
     timeout = float(timeout_s if timeout_s is not None else grading_limit_s(task, settings))
@@ -167,6 +168,7 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
                              stop_at_failure=stop_at_failure, stop_after=stop_after,
                              stop_at_failure_of=tuple(stop_at_failure_of),
                              test_deadline_s=test_deadline_s if trusted else 0.0,
+                             test_deadlines=dict(test_deadlines or {}) if trusted else {},
                              env={"PYTEST_ADDOPTS": "", "PYTEST_PLUGINS": ""}, read_only=read_only,
                              shadow_allowed=allowed, grading=not trusted)
         run_start = time.monotonic()
