@@ -17,7 +17,7 @@ workspace arrives as files (the ``/app`` artifact). The reward path's guarantees
    shipped as is) writes canaries with names drawn now (a fresh secret per run): tests that produce their
    own outcome, known as canaries only to this process; the hidden tests' strict equality gets a fresh
    name, and the grading plugin (which holds no plan) checks the run's integrity. The requested ids are
-   shuffled.
+   shuffled; the runner runs their files in a plain pytest's order (sorted by path).
 4. **Authority** (``harbor_run``): this process (root) is the only writer of the reward. The test run is a
    child under a fresh unprivileged uid, started on the runner, which takes its records channel (a pipe to
    this process) before pytest or any project code is imported; the first record of a (test, phase) wins,
