@@ -62,6 +62,18 @@ def test_lines_also_in_remaining_code_or_allowed_text_are_dropped(task: LeakTask
     assert "returnjoined.strip(sep)or\"untitled-slug-fallback\"" not in texts
 
 
+def test_a_line_of_exactly_ngram_tokens_found_in_remaining_code_is_dropped_with_its_ngram_twin() -> None:
+    """docutils 0.23: ``msg = self.document.reporter.error(`` is 10 tokens, a ``line`` and an ``ngram``
+    fingerprint of the same text; only the line one was dropped as remaining code, and the leak scan found
+    its twin there (10 of docutils' 20 leak_found rejections)."""
+    line = "msg = self.document.reporter.error("
+    deleted = {"pkg.mod.visit": f"def visit(self, node):\n    {line}\n        'bad node', base_node=node)\n"
+                                "    raise nodes.SkipNode\n"}
+    remaining = [f"def other(self, node):\n    {line}\n        'other', base_node=node)\n".encode()]
+    kept = fingerprint(deleted, remaining).fingerprints
+    assert not [f for f in kept if f.text == "msg=self.document.reporter.error("], kept
+
+
 def test_clean_task_passes_with_problem_statement_revealing_signature(task: LeakTask) -> None:
     (task.workspace / "PROBLEM.md").write_text(task.problem)
     result = _audit(task)

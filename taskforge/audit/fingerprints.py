@@ -176,7 +176,11 @@ def fingerprint(deleted_sources: Mapping[str, str], remaining: Iterable[bytes] =
             dropped.update(found)
     for text in allowed:
         dropped.update(matcher.find(squash(text.encode("utf-8"))))
-    kept = tuple(f for f in candidates if f not in dropped)
+    # by text: the matcher holds one fingerprint per text, and a deleted line of exactly NGRAM tokens is both
+    # a ``line`` and an ``ngram`` fingerprint; dropping only the one found kept its twin, which the leak scan
+    # then found in the very remaining code (docutils 0.23: 10 of 20 leak_found; click 8.5.1: 1)
+    dropped_texts = {f.text for f in dropped}
+    kept = tuple(f for f in candidates if f.text not in dropped_texts)
     return FingerprintSet(tuple(deleted_sources), kept)
 
 

@@ -36,8 +36,8 @@ Every run is killed after ``run_limit_s`` (k x the baseline's slowest suite run 
    runs is the original, i.e. the baseline's. PASS_TO_PASS tests red in the empty-patch grading (e.g. a
    restored test module importing the deleted name) must pass on the agent's workspace and are added to
    every gold grading (repeat 1 grades the gold patch again when one of them was not in its first).
-6. ``audit``: scrub the agent's workspace and search it, its git store and the environment for the
-   deleted code (``taskforge.audit.audit``) -> ``LEAK_FOUND``.
+6. ``audit`` (run before ``contract``: it needs no test run): scrub the agent's workspace and search it, its
+   git store and the environment for the deleted code (``taskforge.audit.audit``) -> ``LEAK_FOUND``.
 7. ``battery`` (``Settings.battery``): cheap stand-ins for the deleted code graded on the hidden tests
    (``taskforge.validate.battery``) -> ``CHEATABLE``; grading stops once the verdict is certain, and
    each stand-in runs only up to a witness (a hidden test the first stand-in failed) unless one passes it;
@@ -360,15 +360,17 @@ class _Validation:
             if isinstance(task, Rejected):
                 return self.reject(task.reason, task.detail)
             t = self.lap("task", t)
-            verdict = self._contract(task, affected_p2p, ws)
-            t = time.monotonic()
-            if verdict is not None:
-                return verdict
+            # the audit before the contract: it needs no test run, and docutils 0.23's 20 leaking candidates
+            # each paid for the gold and empty-patch gradings first (272 s of its 416 s of leak_found)
             audit = self._audit(agent_ws, deletion, task)
             t = self.lap("audit", t)
             if not audit.passed:
                 hit = audit.hits[0]
                 return self.reject(RejectReason.LEAK_FOUND, f"{hit.channel}:{hit.path}: {hit.evidence}")
+            verdict = self._contract(task, affected_p2p, ws)
+            t = time.monotonic()
+            if verdict is not None:
+                return verdict
             if self.settings.battery:  # part of the contract: naive mode pays for it too
                 battery = self._battery(task)
                 t = self.lap("battery", t)
