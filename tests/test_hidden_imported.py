@@ -138,3 +138,24 @@ def test_tenacity_test_asyncio_still_collects_when_test_tenacity_is_hidden(
         (repo / rel).write_text(text)
     after, tail = collected("tests/test_tenacity.py", "tests/test_asyncio.py")
     assert after == set(before) - set(hide), tail
+
+
+def test_a_crlf_test_file_removed_whole_gives_a_setup_patch_that_applies(tmp_path: Path) -> None:
+    """fastjsonschema 2.22.3's test files end their lines with CRLF: the text of a file removed whole was read
+    with ``read_text()`` (LF), and the setup_patch deleting it did not apply to the real file (every delete
+    candidate: gold_failed, ``patch failed: tests/test_compile_to_code.py:1``)."""
+    from taskforge.core.patches import apply, diff
+    from taskforge.validate.workspace_files import remove_whole_files
+
+    repo = tmp_path / "repo"
+    for rel, text in {"pkg.py": "def f():\n    return 1\n", "tests/test_f.py": "from pkg import f\r\n\r\n\r\n"
+                      "def test_f():\r\n    assert f() == 1\r\n", "tests/test_g.py": "def test_g():\r\n    pass\r\n"}.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_bytes(text.encode())
+    f2p = ("tests/test_f.py::test_f",)
+    hidden = remove_whole_files(hide_tests(repo, f2p), f2p, frozenset({*f2p, "tests/test_g.py::test_g"}), repo)
+    assert "tests/test_f.py" in hidden.removed_files
+    work = tmp_path / "work"
+    shutil.copytree(repo, work)
+    apply(diff(hidden.files_before, hidden.files_after), work, what="setup_patch")
+    assert not (work / "tests/test_f.py").exists() and (work / "tests/test_g.py").read_bytes().endswith(b"\r\n")

@@ -73,6 +73,18 @@ def test_a_plugin_the_runner_loads_is_not_named_twice() -> None:
         == ["-p", "mine", "--pdb", "-p"]
 
 
+def test_an_environment_plugin_blocked_by_its_entry_point_name_is_not_loaded_by_its_module() -> None:
+    """fastjsonschema 2.22.3's test extra installs pytest-cache 1.0, entry point ``cacheprovider =
+    pytest_cache``: the runner's ``-p no:cacheprovider`` was undone by the ``-p pytest_cache`` that loads
+    the environment's plugins, and the plugin crashed every grading under pytest 9 (71 gold_failed, 0 tasks)."""
+    from sandboxes.runner.pytest_runner import RUNNER_BLOCKED, _blocked_plugins, _env_plugins
+
+    entries = [("cacheprovider", "pytest_cache"), ("randomly", "pytest_randomly"), ("mock", "pytest_mock"),
+               ("xdist", "xdist.plugin"), ("cov", "pytest_cov.plugin")]
+    blocked = (*RUNNER_BLOCKED, *_blocked_plugins(["-p", "no:xdist", "-pno:pytest_cov.plugin", "-p", "mine"]))
+    assert _env_plugins(entries, blocked) == ["-p", "pytest_mock"]
+
+
 def test_request_plugins_load_before_the_environment_plugins(tmp_path: Path) -> None:
     """A project that is itself a pytest plugin (pytest-mock) has its workspace module imported by the
     environment's ``-p``; the grading plugin, named by the request's ``-p``, must be imported first, so no code

@@ -522,12 +522,12 @@ class _Validation:
         agent_ws = ws.parent / "agent"
         shutil.copytree(ws, agent_ws, symlinks=True)
         report = scrub_workspace(agent_ws, deletion.deleted)
-        for rel in report.edited:
-            original.setdefault(rel, (self.profile.repo_dir / rel).read_text())
-            broken[rel] = (agent_ws / rel).read_text()
+        for rel in report.edited:  # the bytes' text: a patch must keep a CRLF file's line ends
+            original.setdefault(rel, (self.profile.repo_dir / rel).read_bytes().decode("utf-8"))
+            broken[rel] = (agent_ws / rel).read_bytes().decode("utf-8")
         for rel in report.removed:
             if rel.endswith(".pyi") and (self.profile.repo_dir / rel).is_file():
-                original.setdefault(rel, (self.profile.repo_dir / rel).read_text())
+                original.setdefault(rel, (self.profile.repo_dir / rel).read_bytes().decode("utf-8"))
                 broken[rel] = None
         return agent_ws
 

@@ -36,7 +36,9 @@ def remove_whole_files(hidden: Any, f2p: tuple[str, ...], all_tests: frozenset[s
     whole = [f for f in whole if not imported_elsewhere(repo, f, exclude=frozenset(whole))]
     if not whole:
         return hidden
-    before = {**hidden.files_before, **{f: (repo / f).read_text() for f in whole}}
+    # the bytes' text, line ends kept: read_text() turned fastjsonschema 2.22.3's CRLF test files into LF
+    # text, and the setup_patch deleting one did not apply to the real file (every delete candidate failed)
+    before = {**hidden.files_before, **{f: (repo / f).read_bytes().decode("utf-8") for f in whole}}
     after = {**hidden.files_after, **dict.fromkeys(whole)}
     return dataclasses.replace(
         hidden, files_before=before, files_after=after, hidden=tuple(dict.fromkeys((*hidden.hidden, *whole))),
