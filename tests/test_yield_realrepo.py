@@ -145,3 +145,14 @@ def test_jsonpointer_cli_tests_cover_what_their_child_process_runs(tmp_path: Pat
     cli = {t for ids in lines.values() for t in ids if "::CommandLineTests::" in t}
     assert len(cli) >= 25, sorted(cli)
     assert profile.baseline.counts()["passed"] == 92, sorted(profile.baseline.failed)  # plain pytest's 92
+
+
+def test_fastjsonschema_grades_with_its_obsolete_cache_plugin_and_crlf_test_files(tmp_path: Path) -> None:
+    """fastjsonschema 2.22.3 on held-out probe C: 0 tasks from 177 decided. pytest-cache 1.0 (entry point
+    ``cacheprovider``) crashed every grading (71 gold_failed), and the setup_patch of a delete that removes a
+    CRLF test file whole did not apply."""
+    profile, pdir = _profile("pypi:fastjsonschema==2.22.3", tmp_path, runs=1)
+    settings = _settings()
+    for cid in ("stub:fastjsonschema.generator.serialize_regexes", "delete:fastjsonschema._factory"):
+        res = validate_candidate(CandidateJob(str(pdir), _candidate(profile, cid), settings.to_dict()))
+        assert res.task is not None, res.rejected
