@@ -273,6 +273,21 @@ def test_doctest_paths_are_not_test_paths(tmp_path: Path) -> None:
     assert spec.pytest_args == ("-o", "addopts=", "--doctest-modules", "--doctest-glob=README.rst")
 
 
+def test_a_plugin_turned_off_stays_off_and_a_plugin_loaded_is_dropped(tmp_path: Path) -> None:
+    """colorlog 6.12.0's ``-p no:logging``: dropped with every ``-p``, 3 of its tests failed (30 of plain's
+    33) while the grading, which keeps it, passed them."""
+    write(tmp_path, {
+        "pyproject.toml": """
+            [project]
+            name = "cl"
+            [tool.pytest.ini_options]
+            addopts = "-p no:logging -pno:cacheprovider -p pytest_cov --cov=cl"
+            """,
+        "cl/__init__.py": "", "tests/test_c.py": "def test_c():\n    pass\n",
+    })
+    assert detect_env(tmp_path).pytest_args == ("-o", "addopts=", "-p", "no:logging", "-pno:cacheprovider")
+
+
 def test_configured_testpaths_holding_source_become_doctest_paths(tmp_path: Path) -> None:
     write(tmp_path, {
         "pyproject.toml": '[project]\nname = "hz"\n[tool.pytest]\ntestpaths = ["src", "tests"]\n'

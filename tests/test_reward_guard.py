@@ -387,3 +387,15 @@ def test_canaries_in_a_tab_indented_file_or_a_one_line_test_still_compile(tmp_pa
         seen_extra += sum(w == "fail" and n.startswith(("tests/test_tabs.py", "tests/test_line.py"))
                           for n, w in plan.expect.items())
     assert seen_extra > 0
+
+
+def test_a_dict_expected_value_changes_a_key_not_a_value() -> None:
+    """ordered-set 4.1.0: ``OrderedSet([1, 2]) == {1: "a", 2: "b"}`` compares the dict's keys only; a must-fail
+    copy with a changed value passed, and 1 gold grading in 8 scored 0."""
+    import ast
+
+    from taskforge.reward.canaries import _sites
+
+    fn = ast.parse('def test_d():\n    assert OrderedSet([1, 2]) == {1: "a", 2: "b"}\n').body[0]
+    changed = {c.value for site in _sites(fn) for c in site}  # type: ignore[arg-type]
+    assert changed and changed <= {1, 2}, changed

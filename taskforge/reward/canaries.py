@@ -195,13 +195,16 @@ def _computed(node: ast.AST) -> bool:
 
 
 def _leaves(node: ast.AST) -> list[ast.Constant]:
-    """The literals an expected value is written as: itself, or the items of a literal list/tuple/set/dict."""
+    """The literals an expected value is written as: itself, the items of a literal list/tuple/set, or the keys
+    of a literal dict."""
     if _mutable(node):
         return [node]  # type: ignore[list-item]
     if isinstance(node, ast.List | ast.Tuple | ast.Set):
         return [e for e in node.elts if _mutable(e)]  # type: ignore[misc]
-    if isinstance(node, ast.Dict):
-        return [v for v in node.values if _mutable(v)]  # type: ignore[misc]
+    if isinstance(node, ast.Dict):  # its keys: every equality with a mapping or a set-like compares them, and
+        # ordered-set 4.1.0's ``OrderedSet([1, 2]) == {1: "a", 2: "b"}`` compares nothing else (a changed value
+        # still passed: 1 gold grading in 8 scored 0)
+        return [k for k in node.keys if k is not None and _mutable(k)]  # type: ignore[misc]
     if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
         func, arg = node.func, node.args[0]
         if isinstance(func, ast.Attribute) and func.attr == "join" and isinstance(func.value, ast.Constant) \
