@@ -342,6 +342,9 @@ def generate(sources: Sequence[str], out: Path, settings: Settings, options: Gen
             try:
                 for warning in profile_warnings(prof):
                     say("warning", {"source": source, "message": warning})
+                if why := harness_refusal(prof):
+                    summaries.append(SourceSummary(source, error=why, seconds=prof.seconds))
+                    continue
                 summaries.append(run_source(prof, out, settings, options, executor, writer, say, sandbox, deadline))
             except TaskforgeError as exc:
                 summaries.append(SourceSummary(source, error=str(exc)))
@@ -351,6 +354,21 @@ def generate(sources: Sequence[str], out: Path, settings: Settings, options: Gen
                 break  # the writer closes normally: manifest + card list every task kept
             say("source_done", {"source": source})
     return summaries
+
+
+def harness_refusal(prof: ProfileOutcome) -> str:
+    """Why no task of this source could hold ('' when some could): the grading harness passed not one of
+    the original's reliable tests (its check ran and reported them all red or missing). fastjsonschema 2.22.3:
+    an obsolete plugin crashed every grading, and its 177 candidates were validated anyway (2.9 CPU-min,
+    71 gold_failed, 0 tasks)."""
+    from taskforge.validate.worker import load_profile
+
+    check = load_profile(prof.profile_dir).baseline.grading_check
+    if check is None or check.status != "error" or not check.detail.startswith("no test passed"):
+        return ""
+    return (f"the grading harness passes none of the {check.graded} reliable tests on the original code, so no "
+            f"task could hold (grading check: {check.detail[:200]}); fix the environment or the test "
+            "configuration, or set grading_check = false to see every candidate fail")
 
 
 def profile_warnings(prof: ProfileOutcome) -> list[str]:
