@@ -159,3 +159,17 @@ def test_a_crlf_test_file_removed_whole_gives_a_setup_patch_that_applies(tmp_pat
     shutil.copytree(repo, work)
     apply(diff(hidden.files_before, hidden.files_after), work, what="setup_patch")
     assert not (work / "tests/test_f.py").exists() and (work / "tests/test_g.py").read_bytes().endswith(b"\r\n")
+
+
+def test_hiding_one_test_of_a_mixin_keeps_the_file_and_the_mixins_other_tests(tmp_path: Path) -> None:
+    """frozenlist 1.8.0 defines every test on ``FrozenListMixin`` (not collected itself) and collects them
+    through two subclasses: counting only the hidden test as the file's tests removed the file whole, and
+    every candidate ended "no test is left to pass" (0 tasks)."""
+    text = ("class Mixin:\n    def test_insert(self):\n        pass\n\n    def test_other(self):\n        pass\n\n\n"
+            "class TestA(Mixin):\n    pass\n\n\nclass TestB(Mixin):\n    pass\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests/test_m.py").write_text(text)
+    hidden = hide_tests(tmp_path, ["tests/test_m.py::TestA::test_insert", "tests/test_m.py::TestB::test_insert"])
+    after = hidden.files_after["tests/test_m.py"]
+    assert after is not None and not hidden.removed_files
+    assert "def test_insert" not in after and "def test_other" in after and "class TestB(Mixin)" in after
