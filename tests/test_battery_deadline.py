@@ -129,3 +129,23 @@ def test_each_slow_test_keeps_its_own_deadline_and_the_rest_share_the_90th_perce
     assert default == BATTERY_DEADLINE_FLOOR_S + BATTERY_DEADLINE_FACTOR * 0.01
     assert own == {"t.py::test_slow": BATTERY_DEADLINE_FLOOR_S + BATTERY_DEADLINE_FACTOR * 3.8,
                    "t.py::test_huge": 0.0}  # past the run's limit: no deadline, the limit holds
+
+
+def test_an_empty_patch_grading_flagged_with_every_test_as_expected_has_its_own_reason() -> None:
+    """six 1.17.0 and ordered-set 4.1.0: a canary failure in the empty-patch grading was filed as
+    ``suite_red_after_deletion`` with "0 PASS_TO_PASS tests fail", hiding the canary bugs in the funnel."""
+    from types import SimpleNamespace
+
+    from taskforge.core.outcomes import RejectReason
+    from taskforge.reward.result import RewardFlag
+    from taskforge.validate.steps import _Validation
+
+    fake = SimpleNamespace(reject=lambda reason, detail="": (reason, detail))
+    graded = SimpleNamespace(fail_to_pass=("t.py::test_f",), pass_to_pass=("t.py::test_p",))
+    res = SimpleNamespace(flags=(RewardFlag.CANARY_FAILED, RewardFlag.TAMPERING), score=0.0, detail="canary x",
+                          outcomes={"t.py::test_f": "failed", "t.py::test_p": "passed"})
+    reason, detail = _Validation._contract_reject(fake, "empty_patch", 1, res, graded)  # type: ignore[arg-type]
+    assert reason is RejectReason.EMPTY_PATCH_FLAGGED and "canary_failed" in detail
+    res.outcomes["t.py::test_p"] = "failed"
+    assert _Validation._contract_reject(fake, "empty_patch", 1, res, graded)[0] \
+        is RejectReason.SUITE_RED_AFTER_DELETION  # type: ignore[arg-type]

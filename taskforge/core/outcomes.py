@@ -26,6 +26,8 @@ class RejectReason(enum.StrEnum):
     NO_FAIL_TO_PASS = "no_fail_to_pass"  # no covering test fails once the feature is gone
     NO_PASS_TO_PASS = "no_pass_to_pass"
     F2P_DID_NOT_FAIL = "f2p_did_not_fail"  # with the test patch, a FAIL_TO_PASS test still passes
+    EMPTY_PATCH_FLAGGED = "empty_patch_flagged"  # the empty patch's grading tripped an integrity check (a
+    #                                              canary, the grading plugin) with every test as expected
     GOLD_FAILED = "gold_failed"  # the gold patch does not make everything pass
     UNSTABLE = "unstable"  # outcomes differ across repeats
     LEAK_FOUND = "leak_found"

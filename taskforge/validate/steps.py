@@ -511,6 +511,9 @@ class _Validation:
         if still:
             return self.reject(RejectReason.F2P_DID_NOT_FAIL, f"{len(still)} hidden tests pass, e.g. {still[0]}")
         red = [n for n in graded.pass_to_pass if outcomes.get(n) != "passed"]
+        if not red and _zeroing(res):  # six's and ordered-set's canary failures were suite_red with 0 red
+            return self.reject(RejectReason.EMPTY_PATCH_FLAGGED,
+                               f"flags {[str(getattr(f, 'value', f)) for f in res.flags]}: {res.detail}")
         return self.reject(RejectReason.SUITE_RED_AFTER_DELETION,
                            f"{len(red)} PASS_TO_PASS tests fail, e.g. {red[:1]}; flags {list(res.flags)} {res.detail}")
 
