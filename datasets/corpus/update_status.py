@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-RUNS = ("before", "after", "session22", "session23", "session23-15cpu", "session24", "session25", "session26")
+RUNS = ("before", "after", "session22", "session23", "session23-15cpu", "session24", "session25", "session26",
+        "session29", "session29b", "session29c")
 
 HEAD = """# Corpus status: the latest measurement of each package (issue 19)
 
