@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from generators.env_detect import detect_env
+from taskforge.core.environment import EnvSpec
 from tests.fixtures_repos import write
 
 
@@ -257,17 +258,16 @@ def test_root_test_module_and_plain_directory(tmp_path: Path) -> None:
     assert spec.project_name == "thing"
 
 
+def _with_addopts(tmp_path: Path, name: str, addopts: str, files: dict[str, str]) -> EnvSpec:
+    """``detect_env`` of a project ``name`` whose pyproject.toml sets ``addopts``, with ``files``."""
+    write(tmp_path, {"pyproject.toml": f'[project]\nname = "{name}"\n[tool.pytest.ini_options]\n'
+                                       f'addopts = "{addopts}"\n', **files})
+    return detect_env(tmp_path)
+
+
 def test_doctest_paths_are_not_test_paths(tmp_path: Path) -> None:
-    write(tmp_path, {
-        "pyproject.toml": """
-            [project]
-            name = "dt"
-            [tool.pytest.ini_options]
-            addopts = "--doctest-modules --doctest-glob=README.rst --cov=dt"
-            """,
-        "dt/__init__.py": "", "README.rst": "", "tests/test_d.py": "def test_d():\n    pass\n",
-    })
-    spec = detect_env(tmp_path)
+    spec = _with_addopts(tmp_path, "dt", "--doctest-modules --doctest-glob=README.rst --cov=dt",
+                         {"dt/__init__.py": "", "README.rst": "", "tests/test_d.py": "def test_d():\n    pass\n"})
     assert spec.test_paths == ("tests",)
     assert spec.doctest_paths == ("dt", "README.rst")
     assert spec.pytest_args == ("-o", "addopts=", "--doctest-modules", "--doctest-glob=README.rst")
@@ -276,16 +276,9 @@ def test_doctest_paths_are_not_test_paths(tmp_path: Path) -> None:
 def test_a_plugin_turned_off_stays_off_and_a_plugin_loaded_is_dropped(tmp_path: Path) -> None:
     """colorlog 6.12.0's ``-p no:logging``: dropped with every ``-p``, 3 of its tests failed (30 of plain's
     33) while the grading, which keeps it, passed them."""
-    write(tmp_path, {
-        "pyproject.toml": """
-            [project]
-            name = "cl"
-            [tool.pytest.ini_options]
-            addopts = "-p no:logging -pno:cacheprovider -p pytest_cov --cov=cl"
-            """,
-        "cl/__init__.py": "", "tests/test_c.py": "def test_c():\n    pass\n",
-    })
-    assert detect_env(tmp_path).pytest_args == ("-o", "addopts=", "-p", "no:logging", "-pno:cacheprovider")
+    spec = _with_addopts(tmp_path, "cl", "-p no:logging -pno:cacheprovider -p pytest_cov --cov=cl",
+                         {"cl/__init__.py": "", "tests/test_c.py": "def test_c():\n    pass\n"})
+    assert spec.pytest_args == ("-o", "addopts=", "-p", "no:logging", "-pno:cacheprovider")
 
 
 def test_configured_testpaths_holding_source_become_doctest_paths(tmp_path: Path) -> None:
