@@ -578,6 +578,7 @@ def _split_nodeids(args: list[str]) -> tuple[list[str], list[str], list[str]]:
     nodeids: list[str] = []
     paths: list[str] = []
     files: list[str] = []
+    at = 0  # where the first node id's file stood among ``out``
     for i, arg in enumerate(args):
         path = arg.split("::", 1)[0]
         after_option = i > 0 and args[i - 1].startswith("-") and "=" not in args[i - 1] and len(args[i - 1]) == 2
@@ -586,15 +587,12 @@ def _split_nodeids(args: list[str]) -> tuple[list[str], list[str], list[str]]:
         elif "::" in arg and os.path.isfile(path):
             nodeids.append(arg)
             if path not in files:
-                if not files:
-                    out.append("\0files")  # where the first one stood
+                at = at if files else len(out)
                 files.append(path)
         else:
             paths.append(os.path.normpath(arg).replace(os.sep, "/"))
             out.append(arg)
-    if files:
-        at = out.index("\0files")
-        out[at:at + 1] = sorted(files, key=lambda f: os.path.normpath(f).split(os.sep))
+    out[at:at] = sorted(files, key=lambda f: os.path.normpath(f).split(os.sep))
     return out, nodeids, paths
 
 

@@ -37,6 +37,7 @@ from taskforge.pipeline.executors import Executor
 from taskforge.pipeline.stopping import Deadline, RunStopped, stop_reason
 from taskforge.pipeline.task_sink import TaskSink, accepted_so_far
 from taskforge.validate.steps import CandidateJob, CandidateResult, validate_candidate
+from taskforge.validate.worker import load_profile
 
 JOURNAL_DIR = ".journal"
 
@@ -190,7 +191,6 @@ def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: 
     ``SourceStopped`` carrying this source's summary.
     """
     from generators.registry import all_strategies
-    from taskforge.validate.worker import load_profile
 
     start = time.monotonic()
     prof = load_profile(profile.profile_dir)
@@ -340,9 +340,10 @@ def generate(sources: Sequence[str], out: Path, settings: Settings, options: Gen
                 summaries.append(SourceSummary(source, error=prof.error, seconds=prof.seconds))
                 continue
             try:
-                for warning in profile_warnings(prof):
+                profile = load_profile(prof.profile_dir)
+                for warning in profile_warnings(profile):
                     say("warning", {"source": source, "message": warning})
-                if why := harness_refusal(prof):
+                if why := harness_refusal(profile.baseline.grading_check):
                     summaries.append(SourceSummary(source, error=why, seconds=prof.seconds))
                     continue
                 summaries.append(run_source(prof, out, settings, options, executor, writer, say, sandbox, deadline))
@@ -356,14 +357,11 @@ def generate(sources: Sequence[str], out: Path, settings: Settings, options: Gen
     return summaries
 
 
-def harness_refusal(prof: ProfileOutcome) -> str:
+def harness_refusal(check: Any) -> str:
     """Why no task of this source could hold ('' when some could): the grading harness passed not one of
     the original's reliable tests (its check ran and reported them all red or missing). fastjsonschema 2.22.3:
     an obsolete plugin crashed every grading, and its 177 candidates were validated anyway (2.9 CPU-min,
     71 gold_failed, 0 tasks)."""
-    from taskforge.validate.worker import load_profile
-
-    check = load_profile(prof.profile_dir).baseline.grading_check
     if check is None or check.status != "error" or not check.detail.startswith("no test passed"):
         return ""
     return (f"the grading harness passes none of the {check.graded} reliable tests on the original code, so no "
@@ -371,11 +369,8 @@ def harness_refusal(prof: ProfileOutcome) -> str:
             "configuration, or set grading_check = false to see every candidate fail")
 
 
-def profile_warnings(prof: ProfileOutcome) -> list[str]:
+def profile_warnings(profile: Any) -> list[str]:
     """What the user should know about a profiled source: install fallbacks, from the environment notes."""
-    from taskforge.validate.worker import load_profile
-
-    profile = load_profile(prof.profile_dir)
     notes = profile.spec.notes
     check = profile.baseline.grading_check  # tests that fail only under the grading harness
     return [n.removeprefix("install: ") for n in notes if n.startswith("install: ")] + \
