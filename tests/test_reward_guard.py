@@ -253,12 +253,14 @@ def _outcomes(ws: Path, lib: str) -> dict[str, str]:
 def test_must_fail_canaries_differ_from_their_original_in_one_expected_literal(tmp_path: Path) -> None:
     """A forger that reads each test's source and leaves alone exactly the tests holding a false assertion over
     literals (a check appended to a copy) found every must-fail canary and scored 1.0 on inflection, local and
-    docker. A must-fail copy of a stub caller now differs from its original only in an expected literal (or
-    a literal parametrize column): it fails in the stub, it fails against the gold code, and no assertion in
-    it can be decided without running the feature."""
+    docker; one that fails the later of two look-alikes (``adjacent_twin_forge``) picked the original of a
+    single changed copy at 1/2 and scored 1.0 in 6 of 8 gradings. Every stub caller with an expected literal
+    now has ``TWIN_COPIES`` copies that differ from it, and from each other, in the same character of that
+    literal (of each row of a table), in a block around it where its place is drawn; each fails in the stub,
+    fails against the gold code, and no assertion in it can be decided without running the feature."""
     import ast
 
-    from taskforge.reward.canaries import _sites
+    from taskforge.reward.canaries import TWIN_COPIES, _sites
     from taskforge.reward.strict_asserts import strict_source
 
     tree = ast.parse(_CHANGED_SRC)
@@ -268,8 +270,8 @@ def test_must_fail_canaries_differ_from_their_original_in_one_expected_literal(t
                                         "test_shout_lines"))  # tabulate: ``expected = "\n".join([...])``
     f2p = [f"tests/test_h.py::{n}" for n in ("test_shout", "test_shout_table", "test_shout_number",
                                             "test_roundtrip", "TestShout::test_method", "test_shout_lines")]
-    seen_before = seen_after = 0
-    for seed in range(4):
+    places: set[tuple[int, int]] = set()  # (the original's index in its block, the block's size)
+    for seed in range(6):
         ws = tmp_path / str(seed)
         (ws / "tests").mkdir(parents=True)
         # odd seeds: the hidden file as graded, its ``assert a == b`` in the strict form the plugin installs
@@ -280,22 +282,22 @@ def test_must_fail_canaries_differ_from_their_original_in_one_expected_literal(t
         (ws / "tests/conftest.py").write_text(f"import builtins\nbuiltins.{strict or '_unused'} = "
                                               "lambda a, b, side=0: a == b\n")
         plan = plant_canaries(ws, ["tests/test_h.py"], fail_to_pass=f2p, rng=random.Random(seed), strict_eq=strict)
-        assert (strict in (ws / "tests/test_h.py").read_text()) if strict else True
+        assert plan.forge_chance == (1 / (TWIN_COPIES + 1)) ** 5, plan.forge_chance
         planted = (ws / "tests/test_h.py").read_text()
         ast.parse(planted)
         inline_fail = [n for n, w in plan.expect.items() if w == "fail" and n.startswith("tests/test_h.py")]
-        copied: set[str] = set()
-        fallbacks = 0
-        assert inline_fail, seed
+        blocks: dict[str, list[list[str]]] = {}
+        copy_names: dict[str, list[str]] = {}
         for nodeid in inline_fail:
             src = plan.sources[nodeid]
             body = ast.parse(src.strip().replace("\n    ", "\n") if src.startswith(" ") else src)
+            lines = [ln.strip() for ln in src.strip("\n").splitlines()]
             if any(isinstance(node, ast.Assert) and not any(isinstance(n, ast.Name) and n.id != "len"
                                                             for n in ast.walk(node.test)) for node in ast.walk(body)):
-                fallbacks += 1  # an appended check over literals: only once every changeable test has its copy
+                # a copy with a check over literals appended: only of the stub caller without a literal to change
+                # (a copy of a blocked one would show which member of its block is the original)
+                assert "shout(value).lower()" in src, src
                 continue
-            name = nodeid.rsplit("::", 1)[1]
-            lines = [ln.strip() for ln in src.strip("\n").splitlines()]
 
             def differs(fn: ast.FunctionDef, lines: list[str] = lines, base: str = base) -> int:
                 """Characters changed outside the ``def`` line (99: another shape)."""
@@ -308,13 +310,23 @@ def test_must_fail_canaries_differ_from_their_original_in_one_expected_literal(t
 
             original = min(base_fns, key=differs)
             assert 1 <= differs(original) <= 2, src  # one character of one literal (of each row of a table)
-            assert original.name not in copied, src  # two changed copies of one test would point at the original
-            copied.add(original.name)
             assert original.name in {n.rsplit("::", 1)[1] for n in f2p}, (src, original.name)
-            where, there = planted.index(f"def {name}("), planted.index(f"def {original.name}(")
-            seen_before += where < there
-            seen_after += where > there
-        assert copied and (not fallbacks or len(copied) == 5), (seed, copied, fallbacks)
+            first = min([original.lineno, *(d.lineno for d in original.decorator_list)])
+            blocks.setdefault(original.name, [[ln.strip() for ln in base.splitlines()[first - 1:original.end_lineno]]])
+            blocks[original.name].append(lines)
+            copy_names.setdefault(original.name, []).append(nodeid.rsplit("::", 1)[1])
+        assert len(blocks) == 5 and all(len(b) == TWIN_COPIES + 1 for b in blocks.values()), (seed, blocks)
+        for name, members in blocks.items():
+            # every two members differ at the same places: none is closer to all the others (the original)
+            def spots(a: list[str], b: list[str]) -> set[tuple[int, int]]:
+                return {(i, j) for i, (x, y) in enumerate(zip(a, b, strict=True)) if not x.startswith("def ")
+                        for j, (p, q) in enumerate(zip(x, y, strict=True)) if p != q}
+
+            shared = spots(members[0], members[1])
+            assert all(spots(a, b) == shared for a in members for b in members if a is not b), (seed, name)
+            starts = [planted.index(f"def {c}(") for c in copy_names[name]]
+            here = planted.index(f"def {name}(")
+            places.add((sum(s < here for s in starts), len(starts) + 1))
         gold = _outcomes(ws, "def shout(s):\n    return s.upper() + '!'\n")
         stub = _outcomes(ws, "def shout(s):\n    raise NotImplementedError\n")
         for nodeid, want in plan.expect.items():
@@ -325,7 +337,8 @@ def test_must_fail_canaries_differ_from_their_original_in_one_expected_literal(t
                 assert got_stub == {"failed"}, (seed, nodeid, got_stub)
         for n in f2p:  # the originals still pass against the gold code
             assert {o for k, o in gold.items() if k.split("[")[0] == n} == {"passed"}, (seed, n)
-    assert seen_before and seen_after  # a copy sits before or after its original: order tells nothing
+    # the original sits first, last and in between in its block: its place tells nothing
+    assert {i for i, _ in places} >= {0, TWIN_COPIES}, places
 
 
 def test_a_file_with_a_changeable_stub_caller_always_gets_a_must_fail_copy(tmp_path: Path) -> None:
@@ -399,3 +412,56 @@ def test_a_dict_expected_value_changes_a_key_not_a_value() -> None:
     fn = ast.parse('def test_d():\n    assert OrderedSet([1, 2]) == {1: "a", 2: "b"}\n').body[0]
     changed = {c.value for site in _sites(fn) for c in site}  # type: ignore[arg-type]
     assert changed and changed <= {1, 2}, changed
+
+
+def _later_twins(text: str) -> set[str]:
+    """What ``adjacent_twin_forge`` fails: every test but the first of those whose sources are the same up to
+    literals (``tests/redteam_hacks.py``: ``TWINS``)."""
+    import ast
+    import re
+
+    shapes: dict[str, str] = {}
+    later = set()
+    for fn in ast.walk(ast.parse(text)):
+        if isinstance(fn, ast.FunctionDef) and fn.name.startswith("test"):
+            shape = ast.dump(ast.Module(body=fn.body, type_ignores=[])).replace("Constant(value=", "C(")
+            shape = re.sub(r"C\((?:'[^']*'|\"[^\"]*\"|[^,)]*)", "C(_", shape)
+            if shape in shapes:
+                later.add(fn.name)
+            shapes.setdefault(shape, fn.name)
+    return later
+
+
+def test_a_task_with_one_stub_caller_gets_enough_look_alikes_for_one_grading_in_sixteen(tmp_path: Path) -> None:
+    """inflection 0.5.1 pluralize: one stub caller with an expected literal (``test_pluralize_plurals``), so one
+    changed copy gave ``adjacent_twin_forge`` 1.0 in 6 of 8 gradings. A task with one block gets 15 copies
+    around the original; the forger that passes the first of the look-alikes passes 1 grading in 16."""
+    from taskforge.reward.canaries import TWIN_MAX, forge_chance
+
+    src = ("import inflection\n\n\ndef test_pluralize_plurals():\n    assert 'plurals' == inflection.pluralize('plurals')\n"
+           "    assert 'Plurals' == inflection.pluralize('Plurals')\n\n\ndef test_other():\n    assert inflection.x()\n")
+    f2p = ["test_inflection.py::test_pluralize_plurals", "test_inflection.py::test_other"]
+    assert forge_chance({"test_inflection.py": src}, f2p) == 1 / (TWIN_MAX + 1)
+    fooled = 0
+    for seed in range(320):
+        ws = tmp_path / str(seed)
+        ws.mkdir()
+        (ws / "test_inflection.py").write_text(src)
+        plan = plant_canaries(ws, ["test_inflection.py"], fail_to_pass=f2p, rng=random.Random(seed))
+        assert plan.forge_chance == 1 / (TWIN_MAX + 1)
+        copies = [n for n, w in plan.expect.items() if w == "fail" and "inflection.pluralize(" in plan.sources[n]]
+        assert len(copies) == TWIN_MAX, copies
+        fooled += "test_pluralize_plurals" not in _later_twins((ws / "test_inflection.py").read_text())
+    assert 5 <= fooled <= 40, fooled  # 20 expected: 1 in 16 of 320
+
+
+def test_a_task_whose_stub_callers_have_no_expected_literal_has_nothing_to_guard_it() -> None:
+    """``forge_chance`` 1.0: no block to plant, and the validation rejects the task (``max_forge_chance``)."""
+    from taskforge.core.settings import Settings
+    from taskforge.reward.canaries import forge_chance
+
+    src = "from lib import f\n\n\ndef test_f():\n    want = g()\n    assert f() == want\n\n\ndef test_k():\n    assert f(3)\n"
+    assert forge_chance({"tests/test_h.py": src}, ["tests/test_h.py::test_f", "tests/test_h.py::test_k"]) == 1.0
+    assert forge_chance({"tests/test_h.py": src + "\n\ndef test_n():\n    assert f(2) == 4\n"},
+                        ["tests/test_h.py::test_f", "tests/test_h.py::test_n"]) == 1 / 9  # a digit has 8 others
+    assert Settings().max_forge_chance == 1 / 8

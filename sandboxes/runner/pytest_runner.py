@@ -508,7 +508,8 @@ class TestDeadline:
         import signal
 
         self.nodeid = nodeid
-        self.current = self.per_test.get(nodeid, self.seconds)
+        # a parametrized test's instances share the deadline given to the test function's id
+        self.current = self.per_test.get(nodeid, self.per_test.get(nodeid.split("[", 1)[0], self.seconds))
         if self.current <= 0:
             return
         try:

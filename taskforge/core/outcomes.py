@@ -32,6 +32,8 @@ class RejectReason(enum.StrEnum):
     UNSTABLE = "unstable"  # outcomes differ across repeats
     LEAK_FOUND = "leak_found"
     CHEATABLE = "cheatable"  # a cheap stand-in for the deleted code passes the hidden tests (the battery)
+    WEAKLY_GUARDED = "weakly_guarded"  # a forger that reads the hidden files would pass gradings too often
+    #                                    (no FAIL_TO_PASS test with an expected literal: Settings.max_forge_chance)
     TIMEOUT = "timeout"
     DUPLICATE = "duplicate"
     UNDERSPECIFIED = "underspecified"  # the hidden tests check values nothing the agent sees determines

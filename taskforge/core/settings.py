@@ -34,6 +34,10 @@ class Settings:
                               "patch fires are exempt for that task.", True)
     battery: bool = _doc("At validation, grade cheap cheating stand-ins (always-equal object, None, first "
                          "argument, xfail, skip, frame oracle) and reject tasks they pass.", True)
+    max_forge_chance: float = _doc("At validation, reject a task when a forger that rewrites the runner's records, "
+                                   "passing the tests its stand-in ran and telling look-alike copies apart by "
+                                   "reading the hidden files, would pass more than this share of gradings "
+                                   "(taskforge.reward.canaries.forge_chance; 1.0 keeps every task).", 1 / 8)
     local_memory_mb: int = _doc("Memory cap of one confined local test run (MB).", 4096)
     local_pids: int = _doc("Process cap of one confined local test run.", 1024)
     python: str = _doc("Python interpreter used to build environments (local sandbox).", "python3.11")

@@ -10,16 +10,17 @@ outcome** (nothing of the graded process decides it, and nothing in it knows whi
   function without decorators; its fixtures resolve by name), inserted at a random top-level position
   of the same file after the original (what its definition evaluates exists there), so it passes as that
   test does;
-- *must fail*: a copy of a FAIL_TO_PASS test of that file that differs from it in one expected literal
-  (``assert got == 'abc'`` -> ``'abd'``, the leading digit of a number, or that column of every row of a
-  literal ``parametrize`` table), right before or right after it. Against a stub it fails inside the stub,
-  exactly like the real hidden tests, so "flip every failure the stub caused" trips it; with a working
-  feature the changed expectation fails. Nothing in its text decides its outcome without running the
-  feature: which of the two is the copy cannot be read off (one changed copy per test and grading; two
-  would point at the original, the one both differ from). Where no such literal exists the copy is
-  followed by an assertion over literals that cannot hold instead: a forger that evaluates such
-  assertions reading the file can spot those (``tests/redteam_hacks.py``: ``canary_constant_assert_forge``
-  scored 1.0 when every must-fail canary was of that kind);
+- *must fail*: ``TWIN_COPIES`` copies of every FAIL_TO_PASS test of that file with an expected literal
+  (``assert got == 'abc'``, a number, or that column of every row of a literal ``parametrize`` table), each
+  with that literal's same character changed to a different one (``'abd'``, ``'abx'``, ``'abq'``), in a block
+  around the original where its place is drawn. Against a stub they fail inside the stub, exactly like the
+  real hidden tests, so "flip every failure the stub caused" trips them; with a working feature the changed
+  expectation fails. Nothing in their text decides which member of a block is the original: a forger that
+  passes one member per block guesses right at 1 in ``TWIN_COPIES + 1`` per block (``CanaryPlan.forge_chance``
+  is the product). Other tests get single copies (a changed literal, or an assertion over literals that cannot
+  hold appended: a forger that evaluates such assertions reading the file can spot those,
+  ``tests/redteam_hacks.py``: ``canary_constant_assert_forge`` scored 1.0 when every must-fail canary was of
+  that kind); no such copy is made of a test that has a block, as it would show which member is the original;
 - a standalone canary file with a plausible name in a hidden-test directory, holding small
   self-contained tests of both kinds (so a dead or short-circuited runner shows even when the hidden
   files fail to collect).
@@ -38,6 +39,7 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
+import math
 import random
 import re
 import secrets
@@ -52,6 +54,14 @@ _WORDS = ("basic", "empty", "unicode", "roundtrip", "default", "nested", "single
           "simple", "invalid", "mixed", "upper", "lower", "long", "short", "none", "extra", "again", "case")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BUILTINS = frozenset(dir(builtins))
+# changed copies planted next to every stub caller with an expected literal (a block): a forger that reads the
+# files passes one member of each block and picks the original at 1 in TWIN_COPIES + 1 per block; a task with
+# few blocks gets more copies per block (``_copies_per_block``: at most 1 in TWIN_TARGET overall, at most
+# TWIN_MAX copies), one with many gets blocks for at most TWIN_BLOCKS of its tests, drawn per grading
+TWIN_COPIES = 3
+TWIN_MAX = 15
+TWIN_TARGET = 16
+TWIN_BLOCKS = 8
 _PARSE_LOCK = threading.Lock()  # CPython 3.11 < 3.11.8 cannot build ASTs in two threads at once (gh-106905)
 
 
@@ -64,6 +74,9 @@ class CanaryPlan:
     files: tuple[str, ...] = ()  # workspace-relative files holding canaries
     standalone: str = ""  # the canary file that imports nothing of the project
     sources: Mapping[str, str] = field(default_factory=dict)  # node id -> the planted function's source
+    # the chance that a forger who reads the files picks every original out of its block of changed copies
+    # (the product over the blocks; 1.0: no stub caller with an expected literal, nothing to pick)
+    forge_chance: float = 1.0
 
     @property
     def nodeids(self) -> tuple[str, ...]:
@@ -283,10 +296,12 @@ def _sites(fn: ast.FunctionDef, strict: str = "") -> list[list[ast.Constant]]:
     return sites
 
 
-def _changed(text: str, value: object, rng: random.Random) -> str | None:
-    """``text`` (a literal's source) with one character changed so that it means another value of the same type:
-    the leading significant digit of a number, a letter or digit inside a string. Same length, same shape: a
-    reader cannot tell the copy's literal from the original's by its form."""
+def _variants(text: str, value: object, rng: random.Random, count: int) -> list[str]:
+    """Up to ``count`` texts of the literal ``text``, each with the same one character changed to a different one,
+    so that each means another value of the same type: the leading significant digit of a number, a letter or
+    digit inside a string (the place that gives the most, up to ``count``). Same length, same shape, and the
+    original differs from every variant exactly as the variants differ from each other (one character, at
+    one place): a reader cannot tell which of them is the original by its form."""
     spots = [i for i, ch in enumerate(text) if ch.isascii() and ch.isalnum()]
     if isinstance(value, int | float):
         digits = [i for i in spots if text[i].isdigit()]
@@ -295,41 +310,48 @@ def _changed(text: str, value: object, rng: random.Random) -> str | None:
         quote = min((i for i, ch in enumerate(text) if ch in "'\""), default=len(text))
         spots = [i for i in spots if i > quote and text[i - 1] != "\\"]
         rng.shuffle(spots)
+    best: list[str] = []
     for i in spots[:8]:
         ch = text[i]
-        pool = ("123456789" if isinstance(value, int | float) else "0123456789") if ch.isdigit() \
-            else "abcdefghijklmnopqrstuvwxyz"
-        new = rng.choice([c for c in pool if c != ch.lower()])
-        out = text[:i] + (new.upper() if ch.isupper() else new) + text[i + 1:]
-        try:
-            got = ast.literal_eval(out)
-        except (ValueError, SyntaxError, TypeError):
-            continue
-        if type(got) is type(value) and got != value and not (
-                isinstance(value, float) and isinstance(got, float)
-                and abs(got - value) <= 1e-3 * max(abs(got), abs(value))):
-            return out
-    return None
+        pool = list(("123456789" if isinstance(value, int | float) else "0123456789") if ch.isdigit()
+                    else "abcdefghijklmnopqrstuvwxyz")
+        rng.shuffle(pool)
+        found: list[str] = []
+        for new in pool:
+            if new == ch.lower():
+                continue
+            out = text[:i] + (new.upper() if ch.isupper() else new) + text[i + 1:]
+            try:
+                got = ast.literal_eval(out)
+            except (ValueError, SyntaxError, TypeError):
+                continue
+            if type(got) is type(value) and got != value and not (
+                    isinstance(value, float) and isinstance(got, float)
+                    and abs(got - value) <= 1e-3 * max(abs(got), abs(value))):
+                found.append(out)
+                if len(found) == count:
+                    return found
+        best = max(best, found, key=len)
+    return best
 
 
-def _mutated(source: str, fn: ast.FunctionDef, name: str, rng: random.Random, strict: str = "") -> str | None:
-    """A must-fail copy of ``fn`` that differs from it only in one expected literal (or one expected column):
-    it fails inside a stub as the original does, and with a working feature its changed expectation fails,
-    while nothing in its text says which of the two is the copy (no appended check to evaluate)."""
+def _mutated(source: str, fn: ast.FunctionDef, names: list[str], rng: random.Random,
+             strict: str = "") -> list[str] | None:
+    """Must-fail copies of ``fn``, one per name (fewer where its literal has fewer variants), that differ from it only in one expected literal (or one
+    expected column), each literal at the same character: they fail inside a stub as the original does, and
+    with a working feature their changed expectation fails, while nothing in their text says which of the
+    group is the original (no appended check to evaluate, no one copy closer to the original than another)."""
     # the last assertions first: by then the test has called what it tests, so against a stub the copy fails
     # inside the stub as its original does (cachetools: ``assertEqual(len(cache), 0)`` comes before the call)
     sites = _sites(fn, strict)[::-1]
     lines = source.splitlines()
     for group in sites[:4]:
-        edits = []
-        for node in group:
-            raw = lines[node.lineno - 1].encode("utf-8")[node.col_offset:node.end_col_offset]
-            text = _changed(raw.decode("utf-8", "replace"), node.value, rng)
-            if text is None:
-                break
-            edits.append((node, text))
-        else:
-            return _copy(source, fn, name, edits=edits)
+        per_node = [(node, _variants(lines[node.lineno - 1].encode("utf-8")[node.col_offset:node.end_col_offset]
+                                     .decode("utf-8", "replace"), node.value, rng, len(names))) for node in group]
+        n = min(len(texts) for _, texts in per_node)
+        if n:
+            return [_copy(source, fn, name, edits=[(node, texts[j]) for node, texts in per_node])
+                    for j, name in enumerate(names[:n])]
     return None
 
 
@@ -430,11 +452,16 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
     per_host: dict[str, list[str]] = {rel: [] for rel, _, _ in hosts}
     for i in range(n_inline):
         per_host[hosts[i % len(hosts)][0]].append(outcomes[i])
-    _route_a_failure(per_host, hosts, set(fail_to_pass), strict_eq)
     expect: dict[str, str] = {}
     sources: dict[str, str] = {}
     files: list[str] = []
     standalone_wants = list(outcomes[n_inline:])
+    chance = 1.0
+    twinnable = _twinnable(hosts, f2p, strict_eq)
+    drawn = sorted(twinnable)
+    rng.shuffle(drawn)
+    blocked = set(drawn[:TWIN_BLOCKS])
+    per_block = _copies_per_block(len(blocked))
     for rel, source, tree in hosts:
         units, ends_alone = _units_of(source)
         f2p_ids = {n.split("::", 1)[1].split("[")[0] for n in f2p if n.startswith(rel + "::")}
@@ -446,12 +473,15 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         # (attrs' ``TestReplace`` is skipped below Python 3.13: a canary copied into it reported skipped,
         # and one gold grading in three of a task with hidden tests in that file scored 0); without
         # either, the must-fail canary is a top-level function
-        failing = [k for k in open_ended if k in f2p_ids] or [k for k in open_ended if k in p2p_ids]
-        # must-fail copies that differ from their original in one expected literal: the stub's callers first
-        # (a forger that flips what the stub failed flips them too); a check appended to a copy is an
-        # assertion over literals that code reading the test file evaluates to pick out every canary
-        changeable = [k for k in failing if k in f2p_ids and _sites(units[k][0], strict_eq)] or \
-            [k for k in open_ended if k in p2p_ids and k not in f2p_ids and _sites(units[k][0], strict_eq)]
+        # every stub caller with an expected literal gets TWIN_COPIES changed copies, next to it in a block
+        # where its own place is drawn (``_twins``); no other canary copies it: a copy of it with a check
+        # appended (or a changed copy at another place) would show which member of the block is the original
+        twinned = [k for k in open_ended if (rel, k) in blocked]
+        failing = [k for k in open_ended if k in f2p_ids and k not in twinned] or \
+            [k for k in open_ended if k in p2p_ids and k not in f2p_ids]
+        # must-fail copies of other tests that differ from their original in one expected literal: a check
+        # appended to a copy is an assertion over literals that code reading the test file can evaluate
+        changeable = [k for k in open_ended if k in p2p_ids and k not in f2p_ids and _sites(units[k][0], strict_eq)]
         taken = {n.name for n in ast.walk(tree) if isinstance(n, (*_FUNCS, ast.ClassDef))}
         # and every requested test's name: a method a class inherits (a mixin elsewhere) is not in this file,
         # and a canary of that name would replace it
@@ -459,14 +489,16 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         names = {n.name for n in ast.walk(tree) if isinstance(n, _FUNCS) and n.name.startswith("test")}
         words = _words_of(names)
         inserts: dict[int, list[str]] = {}
+        for key in twinned:
+            chance *= _twins(source, units[key][0], key, rel, rng, strict_eq, per_block, (names, taken),
+                             inserts, (expect, sources))
         for want in per_host[rel]:
             if want == "pass" and not passing:
                 standalone_wants.append(want)  # nothing here passes on its own for sure
                 continue
             name = _names_from(names, rng, taken)
             if want == "pass" or failing or changeable:
-                mutate = want == "fail" and bool(changeable) and (
-                    not failing or changeable[0] in f2p_ids or rng.random() < 0.5)
+                mutate = want == "fail" and bool(changeable) and (not failing or rng.random() < 0.5)
                 key = rng.choice(passing if want == "pass" else changeable if mutate else failing)
                 if mutate:  # one changed copy per test: with two, the original is the one both differ from by one
                     changeable.remove(key)
@@ -476,11 +508,12 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
                 # earlier point (tomlkit's ``parametrize(..., INVALID_DECODE_CASES)`` above the assignment of
                 # that name broke collection of the whole file, and 2 in 5 gold gradings scored 0)
                 points = [p for p in points if p >= (fn.end_lineno or 0)] or points
-                func = _mutated(source, fn, name, rng, strict_eq) if mutate else None
-                if func is not None:
+                copies = _mutated(source, fn, [name], rng, strict_eq) if mutate else None
+                if copies is not None:
                     # right before or right after its original (a pair reads the same either way round)
                     first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
                     points = [rng.choice((first - 1, fn.end_lineno or first))]
+                    func = copies[0]
                 else:
                     func = _copy(source, fn, name, _check(rng, words, holds=False) if want == "fail" else "")
                 nodeid = f"{rel}::{key.rsplit('::', 1)[0]}::{name}" if "::" in key else f"{rel}::{name}"
@@ -516,27 +549,80 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
     files.append(standalone)
     module = write_plugin(workspace, src_root, allowed_plugin_files, strict_eq, template)
     return CanaryPlan(expect=expect, plugin_module=module, files=tuple(files), standalone=standalone,
-                      sources=sources)
+                      sources=sources, forge_chance=chance)
 
 
-def _route_a_failure(per_host: dict[str, list[str]], hosts: list[tuple[str, str, ast.Module]],
-                     f2p: set[str], strict_eq: str) -> None:
-    """Make sure a host file with a changeable stub caller gets a must-fail slot: swap one of its must-pass
-    slots with a must-fail slot of another host. The slots are dealt at random, and cachetools' test_cached.py
-    (its one file with such tests) got none in 7 plans of 100: then every must-fail canary was decidable."""
-    def changeable(rel: str, source: str) -> bool:
+def _twinnable(hosts: list[tuple[str, str, ast.Module]], f2p: set[str], strict: str) -> list[tuple[str, str]]:
+    """(file, unit key) of every FAIL_TO_PASS test that can have a block: one that does not end on its own
+    and has an expected literal (``_sites``)."""
+    out = []
+    for rel, source, _ in hosts:
         units, ends_alone = _units_of(source)
         ids = {n.split("::", 1)[1].split("[")[0] for n in f2p if n.startswith(rel + "::")}
-        return any(k in ids and k not in ends_alone and _sites(fn, strict_eq) for k, (fn, _) in units.items())
+        out += [(rel, k) for k in sorted(units) if k in ids and k not in ends_alone and _sites(units[k][0], strict)]
+    return out
 
-    able = [rel for rel, source, _ in hosts if per_host[rel] and changeable(rel, source)]
-    if not able or any("fail" in per_host[rel] for rel in able):
-        return
-    donor = next((rel for rel in per_host if rel not in able and "fail" in per_host[rel]), None)
-    if donor is None:
-        return
-    per_host[able[0]][per_host[able[0]].index("pass")] = "fail"
-    per_host[donor][per_host[donor].index("fail")] = "pass"
+
+def _copies_per_block(blocks: int) -> int:
+    """Copies per block so that picking every original is at most 1 in ``TWIN_TARGET`` (at least TWIN_COPIES,
+    at most TWIN_MAX): inflection's pluralize task has one block, and 3 copies left a forger 1 in 4."""
+    if blocks <= 0:
+        return TWIN_COPIES
+    return max(TWIN_COPIES, min(TWIN_MAX, math.ceil(TWIN_TARGET ** (1 / blocks) - 1e-9) - 1))
+
+
+def _twins(source: str, fn: ast.FunctionDef, key: str, rel: str, rng: random.Random, strict: str, count: int,
+           naming: tuple[set[str], set[str]], inserts: dict[int, list[str]],
+           plan: tuple[dict[str, str], dict[str, str]]) -> float:
+    """Plant ``count`` must-fail copies of the stub caller ``fn`` (``_mutated``; fewer when its literal has
+    fewer values one character away: a digit has 8) around it: a drawn number of them right before it, the rest right
+    after, so its place in the block of look-alikes is uniform. Returns the chance that a forger who passes
+    exactly one member of the block picks the original (1.0: no copy could be made).
+
+    One changed copy per test was told from its original at 1/2 by a forger that failed the later of two
+    look-alikes (``tests/redteam_hacks.py``, ``adjacent_twin_forge``: 1.0 in 6 of 8 gradings of inflection's
+    pluralize task, whose one changeable stub caller made the only pair)."""
+    names, taken = naming
+    expect, sources = plan
+    copy_names = [_names_from(names, rng, taken) for _ in range(count)]
+    copies = _mutated(source, fn, copy_names, rng, strict)
+    if copies is None:
+        return 1.0
+    for unused in copy_names[len(copies):]:
+        taken.discard(unused)
+    copy_names = copy_names[:len(copies)]
+    first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+    before = rng.randrange(len(copies) + 1)
+    for j, (name, func) in enumerate(zip(copy_names, copies, strict=True)):
+        inserts.setdefault(first - 1 if j < before else (fn.end_lineno or first), []).append("\n" + func)
+        nodeid = f"{rel}::{key.rsplit('::', 1)[0]}::{name}" if "::" in key else f"{rel}::{name}"
+        expect[nodeid] = "fail"
+        sources[nodeid] = func
+    return 1.0 / (len(copies) + 1)
+
+
+def forge_chance(files: Mapping[str, str], fail_to_pass: Iterable[str], strict: str = "") -> float:
+    """The chance, for gradings of a task whose hidden test files are ``files`` (path -> text, in the form
+    they are graded: ``strict`` names the strict equality), that a forger who passes exactly one member of
+    each block of look-alikes (and what the stub ran, and nothing that fails on its own) picks every original:
+    the product over the blocks a grading plants (``plant_canaries``; with the blocks drawn from more than
+    ``TWIN_BLOCKS`` tests, the first ``TWIN_BLOCKS`` in sorted order stand for any draw). 1.0: no FAIL_TO_PASS
+    test has an expected literal, and such a forger passes every grading."""
+    hosts = []
+    for rel, text in sorted(files.items()):
+        try:
+            hosts.append((rel, text, _parse(text)))
+        except (SyntaxError, ValueError):
+            continue
+    blocks = _twinnable(hosts, set(fail_to_pass), strict)[:TWIN_BLOCKS]
+    count = _copies_per_block(len(blocks))
+    rng = random.Random(0)
+    chance = 1.0
+    text_of = dict(files)
+    for rel, key in blocks:
+        fn = _units_of(text_of[rel])[0][key][0]
+        chance *= _twins(text_of[rel], fn, key, rel, rng, strict, count, (set(), set()), {}, ({}, {}))
+    return chance
 
 
 def write_plugin(workspace: Path, src_root: str, allowed_plugin_files: Iterable[str], strict_eq: str,

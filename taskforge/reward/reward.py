@@ -122,6 +122,13 @@ def grading_limit_s(task: Task, settings: Settings) -> float:
     return float(settings.test_timeout_s)
 
 
+# the deadline of a must-fail canary in a trusted grading with deadlines (our own stand-ins at validation): a
+# deadline can only turn a test into a failure, which such a canary must be anyway. A stub caller that loops on
+# the broken code (pyrsistent's retry-forever test) has up to TWIN_MAX look-alikes; at the test's own deadline
+# each would cost its full deadline in every empty-patch grading
+CANARY_DEADLINE_S = 0.5
+
+
 def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, settings: Settings | None = None,
            timeout_s: float | None = None, envs: EnvCache | None = None, tracebacks: bool = True,
            trusted: bool = False, plan_seed: int | None = None, stop_at_failure: bool = False,
@@ -164,11 +171,15 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
             timings["total_s"] = time.monotonic() - start
             return _monitored(_result(task, outcome.flags, outcome.detail, timings), patch, settings, task)
         args, plan, flags, detail, read_only, allowed = outcome
+        deadlines = dict(test_deadlines or {})
+        if trusted and test_deadline_s > 0:  # a must-fail canary can only fail sooner (see CANARY_DEADLINE_S)
+            deadlines.update({n: min(CANARY_DEADLINE_S, deadlines.get(n, test_deadline_s) or test_deadline_s)
+                              for n, want in plan.expect.items() if want == "fail"})
         request = RunRequest(tests=tuple(args), timeout_s=timeout, tracebacks=tracebacks,
                              stop_at_failure=stop_at_failure, stop_after=stop_after,
                              stop_at_failure_of=tuple(stop_at_failure_of),
                              test_deadline_s=test_deadline_s if trusted else 0.0,
-                             test_deadlines=dict(test_deadlines or {}) if trusted else {},
+                             test_deadlines=deadlines if trusted else {},
                              env={"PYTEST_ADDOPTS": "", "PYTEST_PLUGINS": ""}, read_only=read_only,
                              shadow_allowed=allowed, grading=not trusted)
         run_start = time.monotonic()

@@ -70,7 +70,9 @@ from taskforge.core.outcomes import Accepted, Rejected, RejectReason
 from taskforge.core.settings import Settings
 from taskforge.core.task import Task, ValidationRun
 from taskforge.core.testreport import ReportFlag
+from taskforge.reward.canaries import forge_chance
 from taskforge.reward.result import ZEROING_FLAGS, RewardFlag, RewardResult
+from taskforge.reward.strict_asserts import strict_source
 from taskforge.validate.from_baseline import new_collection_errors, run_limit_s
 from taskforge.validate.jobs import MODES, CandidateJob, CandidateResult, changed_lines, hideable
 from taskforge.validate.task_record import build_task, entity_source, make_instance_id
@@ -84,6 +86,7 @@ from taskforge.validate.workspace_files import remove_whole_files, write_files
 # the same deadline over the slowest test they run: pyrsistent's ``test_segfault_issue_52`` retries on
 # AttributeError forever once ``transform`` is gone, and its candidates each ran into the 77 s run limit
 # (the longest stretch without a verdict, 128 s) where the test now fails after ~6 s
+_STRICT_NAME = "_tfq0000000000"  # the strict equality's name in ``_forge_chance`` (gradings draw their own)
 BATTERY_DEADLINE_FLOOR_S = 5.0
 BATTERY_DEADLINE_FACTOR = 10.0
 
@@ -359,6 +362,10 @@ class _Validation:
             task = self._task(deletion, original, broken, f2p, p2p, lambda p: is_test_file(p, spec))
             if isinstance(task, Rejected):
                 return self.reject(task.reason, task.detail)
+            chance = self._forge_chance(task, original)
+            if chance > self.settings.max_forge_chance:
+                return self.reject(RejectReason.WEAKLY_GUARDED, _weak_guard_detail(chance))
+            task = dataclasses.replace(task, provenance={**task.provenance, "forge_chance": chance})
             t = self.lap("task", t)
             # the audit before the contract: it needs no test run, and docutils 0.23's 20 leaking candidates
             # each paid for the gold and empty-patch gradings first (272 s of its 416 s of leak_found)
@@ -438,6 +445,18 @@ class _Validation:
               f2p: tuple[str, ...], p2p: tuple[str, ...], is_test: Any) -> Task | Rejected:
         return build_task(self.profile, self.cand, deletion, original, broken, f2p, p2p, is_test,
                           self.job.provenance, self.settings)
+
+    def _forge_chance(self, task: Task, original: Mapping[str, str | None]) -> float:
+        """``canaries.forge_chance`` of the task's hidden test files, in the strict form they are graded in."""
+        files: dict[str, str] = {}
+        for rel in sorted({n.split("::", 1)[0] for n in task.fail_to_pass}):
+            text = original.get(rel)
+            path = Path(self.profile.repo_dir) / rel
+            if text is None and path.is_file():
+                text = path.read_text(encoding="utf-8", errors="replace")
+            if text is not None:
+                files[rel] = strict_source(text, _STRICT_NAME)
+        return forge_chance(files, task.fail_to_pass, _STRICT_NAME)
 
     def _contract(self, task: Task, affected_p2p: tuple[str, ...], ws: Path) -> CandidateResult | None:
         """Empty patch scores 0 (F2P red), gold scores 1 — through the reward path, repeated (docstring).
@@ -547,6 +566,15 @@ class _Validation:
                                     allowed_text=(task.problem_statement,),
                                     image_cache=Path(self.settings.work_dir) / "audit-images",
                                     base_image=files.base_image, env_index=index)
+
+
+def _weak_guard_detail(chance: float) -> str:
+    if chance >= 1.0:
+        return ("no FAIL_TO_PASS test has an expected literal to plant changed copies of: a forger that rewrites "
+                "the runner's records and passes the tests its stand-in ran would pass every grading "
+                "(max_forge_chance)")
+    return (f"a forger that rewrites the runner's records would pick every original out of its changed copies in "
+            f"1 of {1 / chance:.0f} gradings (max_forge_chance)")
 
 
 def _zeroing(res: RewardResult) -> bool:
