@@ -137,7 +137,11 @@ def test_a_test_deadline_reaches_only_trusted_gradings(built: tuple[Task, Path, 
                   test_deadlines=own).score == 1.0
     assert reward(task, task.patch, sandbox=box, trees=DirectoryTrees(orig), test_deadline_s=3.0,
                   test_deadlines=own, trusted=True).score == 1.0
-    assert seen == [(0.0, {}), (3.0, own)]
+    assert seen[0] == (0.0, {})
+    deadline, given = seen[1]
+    assert deadline == 3.0 and {n: given[n] for n in own} == own
+    # and the trusted grading's must-fail canaries, which can only fail sooner (CANARY_DEADLINE_S)
+    assert set(given.values()) - {9.0} == {0.5} and len(given) > len(own), given
 
 
 def test_gradings_of_one_battery_run_their_tests_in_one_order(built: tuple[Task, Path, Path]) -> None:

@@ -465,3 +465,16 @@ def test_a_task_whose_stub_callers_have_no_expected_literal_has_nothing_to_guard
     assert forge_chance({"tests/test_h.py": src + "\n\ndef test_n():\n    assert f(2) == 4\n"},
                         ["tests/test_h.py::test_f", "tests/test_h.py::test_n"]) == 1 / 9  # a digit has 8 others
     assert Settings().max_forge_chance == 1 / 8
+
+
+def test_a_nested_literal_expected_value_changes_one_of_its_scalars() -> None:
+    """``assert list(pairwise(x)) == [(0, 1), (1, 2)]``: any scalar of a nested list/tuple changed makes it another
+    value; a call inside one (``[Stats(1)]``) is not a literal and is left alone."""
+    import ast
+
+    from taskforge.reward.canaries import _sites
+
+    fn = ast.parse("def test_p():\n    assert list(pairwise(x)) == [(0, 1), (1, 2)]\n").body[0]
+    assert sorted(c.value for site in _sites(fn) for c in site) == [0, 1, 1, 2]  # type: ignore[arg-type, attr-defined]
+    fn = ast.parse("def test_q():\n    assert list(f(x)) == [Stats(1), (3,)]\n").body[0]
+    assert [c.value for site in _sites(fn) for c in site] == [3]  # type: ignore[arg-type, attr-defined]

@@ -212,8 +212,8 @@ def _leaves(node: ast.AST) -> list[ast.Constant]:
     of a literal dict."""
     if _mutable(node):
         return [node]  # type: ignore[list-item]
-    if isinstance(node, ast.List | ast.Tuple | ast.Set):
-        return [e for e in node.elts if _mutable(e)]  # type: ignore[misc]
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):  # nested ones too: ``[(0, 1), (1, 2)]``
+        return [c for e in node.elts for c in _leaves(e) if not isinstance(e, ast.Call)]
     if isinstance(node, ast.Dict):  # its keys: every equality with a mapping or a set-like compares them, and
         # ordered-set 4.1.0's ``OrderedSet([1, 2]) == {1: "a", 2: "b"}`` compares nothing else (a changed value
         # still passed: 1 gold grading in 8 scored 0)
