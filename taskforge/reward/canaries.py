@@ -218,6 +218,19 @@ def _leaves(node: ast.AST) -> list[ast.Constant]:
         # ordered-set 4.1.0's ``OrderedSet([1, 2]) == {1: "a", 2: "b"}`` compares nothing else (a changed value
         # still passed: 1 gold grading in 8 scored 0)
         return [k for k in node.keys if k is not None and _mutable(k)]  # type: ignore[misc]
+    if isinstance(node, ast.Call) and not node.args and not node.keywords and isinstance(node.func, ast.Attribute) \
+            and node.func.attr in ("strip", "lstrip", "rstrip"):  # prettytable 3.19's ``"""\n<table>...""".strip()``
+        inner = node.func.value
+        return [c for c in _leaves(inner) if isinstance(c.value, str)] if isinstance(inner, ast.Constant | ast.Call) \
+            else []
+    if isinstance(node, ast.Call) and _value_type(node.func) and (node.args or node.keywords):
+        # a value built from literals only (more-itertools 11.2's ``mi.Stats(size=1, minimum=4, ...)``, a
+        # ``datetime(2020, 1, 2)``): a changed field is another value; one argument that is not all literals
+        # (a name, a call) and the call is left alone
+        parts = [*node.args, *(k.value for k in node.keywords)]
+        if any(k.arg is None for k in node.keywords) or not all(_literal(p) for p in parts):
+            return []
+        return [c for p in parts for c in _leaves(p)]
     if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
         func, arg = node.func, node.args[0]
         if isinstance(func, ast.Attribute) and func.attr == "join" and isinstance(func.value, ast.Constant) \
@@ -227,6 +240,28 @@ def _leaves(node: ast.AST) -> list[ast.Constant]:
                 and _mutable(arg) and isinstance(arg.value, str):  # type: ignore[attr-defined]
             return [arg]  # type: ignore[list-item]
     return []
+
+
+_VALUE_CALLS = frozenset({"date", "datetime", "time", "timedelta", "timezone"})  # the stdlib's lowercase ones
+
+
+def _value_type(func: ast.expr) -> bool:
+    """A class by its name (``Stats``, ``mi.Stats``, ``Decimal``) or a stdlib date/time type."""
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return bool(name) and (name[0].isupper() or name in _VALUE_CALLS) and not name.isupper()
+
+
+def _literal(node: ast.AST) -> bool:
+    """Written with literals only: constants, and lists/tuples/sets/dicts of them (a negative number too)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return _literal(node.operand)
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return all(_literal(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _literal(k) and _literal(v) for k, v in zip(node.keys, node.values, strict=True))
+    return False
 
 
 def _tables(fn: ast.FunctionDef) -> dict[str, list[ast.Constant]]:
@@ -268,31 +303,38 @@ def _tables(fn: ast.FunctionDef) -> dict[str, list[ast.Constant]]:
 def _sites(fn: ast.FunctionDef, strict: str = "") -> list[list[ast.Constant]]:
     """Groups of literals that, changed, make a run of ``fn`` that passes fail: the expected side of an equality
     assertion at the top of its body (one literal, or one item of a literal collection or of a ``"".join``
-    of literals; the value of a name assigned once above it and used nowhere else), or the expected column
-    of a literal ``parametrize`` table when the assertion is the only use of that argument. A passing
+    of literals; the value of a name assigned once above it and used nowhere else above it), or the expected
+    column of a literal ``parametrize`` table when nothing above the assertion uses that argument. A passing
     run reaches every top-level statement, so ``got == expected`` held there and ``got == changed`` cannot."""
     tables = _tables(fn)
-    uses: dict[str, int] = {}
-    for n in ast.walk(fn):
-        if isinstance(n, ast.Name):
-            uses[n.id] = uses.get(n.id, 0) + 1
-    bound: dict[str, ast.expr] = {}  # ``expected = "\n".join([...])`` above the assertion, its only other use
+    before: dict[str, int] = {}  # name -> its occurrences in the statements above the current one
+    bound: dict[str, ast.expr] = {}  # ``expected = "\n".join([...])`` above the assertion, its only earlier use
     sites: list[list[ast.Constant]] = []
     for stmt in fn.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             bound[stmt.targets[0].id] = stmt.value
         sides = _eq_sides(stmt, strict)
-        if sides is None:
-            continue
-        for expected, got in (sides, sides[::-1]):
+        for expected, got in (sides, sides[::-1]) if sides is not None else ():
             if not _computed(got) or (isinstance(got, ast.Name) and got.id in bound
                                       and not _computed(bound[got.id])):
                 continue
             sites.extend([c] for c in _leaves(expected))
-            if isinstance(expected, ast.Name) and expected.id in tables and uses.get(expected.id) == 1:
+            # a name used after the assertion is no matter: a changed value fails the test at the assertion
+            # (humanize 4.17's ``assert naturalsize(*args) == expected`` then ``... == "-" + expected``); one
+            # used above it or in ``got`` might have changed what ``got`` is
+            if not isinstance(expected, ast.Name) or any(isinstance(n, ast.Name) and n.id == expected.id
+                                                         for n in ast.walk(got)):
+                continue
+            if expected.id in tables and not before.get(expected.id) and expected.id not in bound:
                 sites.append(tables[expected.id])
-            if isinstance(expected, ast.Name) and expected.id in bound and uses.get(expected.id) == 2:
+            if expected.id in bound and before.get(expected.id) == 1 and expected.id not in tables:
                 sites.extend([c] for c in _leaves(bound[expected.id]))
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and stmt.targets[0].id in before:
+            bound.pop(stmt.targets[0].id, None)  # assigned again: not the one value it had above
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name):
+                before[n.id] = before.get(n.id, 0) + 1
     return sites
 
 
