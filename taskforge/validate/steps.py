@@ -24,16 +24,23 @@ Every run is killed after ``run_limit_s`` (k x the baseline's slowest suite run 
    graded, in the repository's one environment (never rebuilt; each grading gets a fresh workspace):
    repeat 1 grades the gold patch on FAIL_TO_PASS + the affected PASS_TO_PASS + the PASS_TO_PASS of the
    hidden files (where the grading harness edits) (score 1: contract 2 and 4; first, as the smaller
-   grading and the likelier to reject), then the empty patch on the full
-   FAIL_TO_PASS + PASS_TO_PASS set (score 0, every hidden test red, every PASS_TO_PASS green: contract 1
-   and 3). Repeats after the first grade the empty patch on
+   grading and the likelier to reject), then the empty patch on FAIL_TO_PASS + those PASS_TO_PASS + the
+   first PASS_TO_PASS test of every other test file (score 0, every hidden test red, every graded
+   PASS_TO_PASS green: contract 1 and 3). Repeats after the first grade the empty patch on
    FAIL_TO_PASS + affected only, and re-run the affected tests of the modified files on the agent's
    workspace; the gold patch is graded again only when the baseline has fewer runs than the repeats
    asked for: with the gold patch every file is the original, so the baseline's N runs (every
-   FAIL_TO_PASS test is reliable: it passed in all of them) already are its repeats. Why the other tests need no second run: a test that executes no changed line, from a
-   test file that is byte-identical everywhere, runs the very code the baseline ran N times and the
-   empty-patch grading ran once more under the same grading harness; with the gold patch the code it
-   runs is the original, i.e. the baseline's. PASS_TO_PASS tests red in the empty-patch grading (e.g. a
+   FAIL_TO_PASS test is reliable: it passed in all of them) already are its repeats. Why the other tests
+   need no grading: a test that executes no changed line (line coverage, import time and the child
+   processes it starts included), from a test file that is byte-identical everywhere, runs the very code
+   the baseline ran N times and the profile's grading check (``taskforge.profile.harness_check``) ran
+   once more under the grading harness; a test that fails there is no PASS_TO_PASS test of any task
+   (without a check that gave a verdict, the empty patch is graded on every test as before). One
+   test of each file still runs, so a file that no longer imports is seen. (The empty-patch grading of
+   the full suite was 44% of attrs 26.1's candidate time, and 60-86 s of each pyparsing 3.3 candidate.)
+   A PASS_TO_PASS test that coverage missed and the deletion broke would be one the agent must make pass
+   all the same, and the gold patch does (it is the original): the reward is unchanged, only the test's
+   label. PASS_TO_PASS tests red in the empty-patch grading (e.g. a
    restored test module importing the deleted name) must pass on the agent's workspace and are added to
    every gold grading (repeat 1 grades the gold patch again when one of them was not in its first).
 6. ``audit`` (run before ``contract``: it needs no test run): scrub the agent's workspace and search it, its
@@ -482,8 +489,14 @@ class _Validation:
                 if (verdict := self._gold(task, first_gold, repeat, trees, t)) is not None:
                     return verdict
             t = time.monotonic()
-            full = repeat == 1 or self.naive
-            graded = task if full else dataclasses.replace(task, pass_to_pass=affected_p2p)
+            check = self.profile.baseline.grading_check
+            if self.naive or (repeat == 1 and (check is None or check.status not in ("passed", "dropped"))):
+                graded = task  # no grading check vouches for the tests this one would leave out
+            elif repeat == 1:  # what can be red without the feature, and a test of every file (it collects)
+                graded = dataclasses.replace(task, pass_to_pass=tuple(sorted(
+                    set(first_gold) | set(_first_of_each_file(task.pass_to_pass)))))
+            else:
+                graded = dataclasses.replace(task, pass_to_pass=affected_p2p)
             default, own = self.test_deadlines((*graded.fail_to_pass, *graded.pass_to_pass))
             res = self.grade(graded, "", trees, trusted=True, test_deadline_s=default, test_deadlines=own)
             outcomes = dict(res.outcomes)
@@ -566,6 +579,14 @@ class _Validation:
                                     allowed_text=(task.problem_statement,),
                                     image_cache=Path(self.settings.work_dir) / "audit-images",
                                     base_image=files.base_image, env_index=index)
+
+
+def _first_of_each_file(tests: tuple[str, ...]) -> tuple[str, ...]:
+    """The first test id of every file in ``tests``: a grading that runs it collects (imports) that file."""
+    first: dict[str, str] = {}
+    for n in tests:
+        first.setdefault(n.split("::", 1)[0], n)
+    return tuple(first.values())
 
 
 def _weak_guard_detail(chance: float) -> str:
