@@ -379,10 +379,11 @@ def _variants(text: str, value: object, rng: random.Random, count: int) -> list[
 
 def _mutated(source: str, fn: ast.FunctionDef, names: list[str], rng: random.Random,
              strict: str = "") -> list[str] | None:
-    """Must-fail copies of ``fn``, one per name (fewer where its literal has fewer variants), that differ from it only in one expected literal (or one
-    expected column), each literal at the same character: they fail inside a stub as the original does, and
-    with a working feature their changed expectation fails, while nothing in their text says which of the
-    group is the original (no appended check to evaluate, no one copy closer to the original than another)."""
+    """Must-fail copies of ``fn``, one per name (fewer where its literal has fewer variants), that differ from
+    it only in one expected literal (or one expected column), each literal at the same character: they fail
+    inside a stub as the original does, and with a working feature their changed expectation fails, while
+    nothing in their text says which of the group is the original (no appended check to evaluate, no one
+    copy closer to the original than another)."""
     # the last assertions first: by then the test has called what it tests, so against a stub the copy fails
     # inside the stub as its original does (cachetools: ``assertEqual(len(cache), 0)`` comes before the call)
     sites = _sites(fn, strict)[::-1]
