@@ -16,6 +16,7 @@ scores 0 and sets the ``tampering`` flag.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import random
@@ -45,6 +46,7 @@ from taskforge.reward.result import ZEROING_FLAGS, RewardFlag, RewardResult
 from taskforge.reward.strict_asserts import strict_source
 from taskforge.reward.workspace import (
     OriginalTree,
+    SharedOriginals,
     original_ini,
     pinned_options,
     plugin_modules,
@@ -96,6 +98,7 @@ class _PlantedMemo:
 
 
 _PLANTED = _PlantedMemo()
+_ORIGINALS = SharedOriginals()
 
 
 def _patch_paths(patch: str) -> set[str]:
@@ -154,11 +157,10 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
     envs = envs or EnvCache()
     timings: dict[str, float] = {}
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="tf-grade-") as tmp:
-        original, workspace = Path(tmp, "original"), Path(tmp, "workspace")
-        original.mkdir()
+    with tempfile.TemporaryDirectory(prefix="tf-grade-") as tmp, contextlib.ExitStack() as stack:
+        workspace = Path(tmp, "workspace")
         try:
-            trees.materialize(task, original)
+            original = stack.enter_context(_ORIGINALS.use(trees, task))  # shared, read-only: copied below
             env = envs.get(sandbox, task, original)
         except TaskforgeError as exc:
             timings["total_s"] = time.monotonic() - start

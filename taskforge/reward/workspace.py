@@ -14,13 +14,17 @@ Order (the reward contract, ``DESIGN.md``):
 from __future__ import annotations
 
 import ast
+import atexit
+import contextlib
 import os
 import shlex
 import shutil
+import tempfile
+import threading
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from _pytest.config.findpaths import load_config_dict_from_file
 
@@ -54,6 +58,10 @@ class DatasetTrees:
 
         extract_original(self.root, task, dest)
 
+    def cache_key(self, task: Task) -> tuple[str, ...]:
+        """Names the tree ``materialize`` writes for ``task`` (``SharedOriginals``)."""
+        return ("dataset", str(self.root.resolve()), task.instance_id, task.content_hash)
+
 
 class DirectoryTrees:
     """Original trees copied from directories: one for every task, or one per ``task.repo``."""
@@ -61,10 +69,69 @@ class DirectoryTrees:
     def __init__(self, source: Path | Mapping[str, Path]) -> None:
         self.source = source
 
+    def _source(self, task: Task) -> Path:
+        return Path(self.source[task.repo]) if isinstance(self.source, Mapping) else Path(self.source)
+
     def materialize(self, task: Task, dest: Path) -> None:
-        src = Path(self.source[task.repo]) if isinstance(self.source, Mapping) else Path(self.source)
-        shutil.copytree(src, dest, symlinks=True, dirs_exist_ok=True,
-                        ignore=copy_ignore)
+        shutil.copytree(self._source(task), dest, symlinks=True, dirs_exist_ok=True, ignore=copy_ignore)
+
+    def cache_key(self, task: Task) -> tuple[str, ...]:
+        """Names the tree ``materialize`` writes for ``task`` (``SharedOriginals``): the directory's."""
+        return ("directory", str(self._source(task).resolve()))
+
+
+class SharedOriginals:
+    """Original trees materialized once per process and shared, read-only, by the gradings that need them.
+
+    A grading used to copy its original twice: ``materialize`` into its own folder, then into its workspace
+    (1-2 s a grading on docutils and jsonschema, where a candidate's battery grades up to 7 times). A provider
+    with a ``cache_key(task)`` gets its trees kept here (the last ``size`` of them, none removed while a grading
+    uses it; all removed at exit); any other provider materializes into a folder of the grading's own.
+    Nothing may write into a shared tree: gradings copy it (``taskforge.reward.reward``).
+    """
+
+    def __init__(self, size: int = 4) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._items: dict[tuple[str, ...], list[Any]] = {}  # key -> [path, users], oldest first
+        self._root: Path | None = None
+
+    @contextlib.contextmanager
+    def use(self, trees: OriginalTree, task: Task) -> Iterator[Path]:
+        key_of = getattr(trees, "cache_key", None)
+        if key_of is None:
+            with tempfile.TemporaryDirectory(prefix="tf-orig-") as tmp:
+                trees.materialize(task, Path(tmp))
+                yield Path(tmp)
+            return
+        key = tuple(key_of(task))
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                if self._root is None:
+                    self._root = Path(tempfile.mkdtemp(prefix="tf-originals-"))
+                    atexit.register(shutil.rmtree, self._root, True)
+                path = Path(tempfile.mkdtemp(dir=self._root))
+                try:
+                    trees.materialize(task, path)
+                except BaseException:
+                    shutil.rmtree(path, ignore_errors=True)
+                    raise
+                item = self._items[key] = [path, 0]
+            item[1] += 1
+            self._evict()
+        try:
+            yield item[0]
+        finally:
+            with self._lock:
+                item[1] -= 1
+                self._evict()
+
+    def _evict(self) -> None:
+        """Drop the oldest unused trees beyond ``size`` (called with the lock held)."""
+        for key in [k for k, (_, users) in self._items.items() if not users][:max(0, len(self._items) - self._size)]:
+            path, _ = self._items.pop(key)
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def walk_files(root: Path) -> dict[str, Path]:
