@@ -1203,7 +1203,71 @@ _tf_wrap_send(_tf_decide)
 """)
 
 
-KNOWN_HOLES = {"adjacent_twin_forge": _adjacent_twin_forge}
+ECHOES = r"""
+import ast as _tf_ast3
+import re as _tf_re3
+_TF_ECHO = {}
+def _tf_not_original(nodeid):
+    # among tests whose sources are the same up to literals, the original is the one whose literals appear
+    # most often elsewhere in the file (an expected value that is also an input, or a neighbour's value):
+    # a changed copy's literal was made up for it. Fail every other member of the group.
+    path, _, rest = nodeid.partition("::")
+    name = rest.split("::")[-1].split("[")[0]
+    if path not in _TF_ECHO:
+        losers = set()
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+            tree = _tf_ast3.parse(text)
+            groups = {}
+            for fn in _tf_ast3.walk(tree):
+                if isinstance(fn, (_tf_ast3.FunctionDef, _tf_ast3.AsyncFunctionDef)) and fn.name.startswith("test"):
+                    body = _tf_ast3.Module(body=fn.body, type_ignores=[])
+                    shape = _tf_ast3.dump(body).replace("Constant(value=", "C(")
+                    shape = _tf_re3.sub(r"C\((?:'[^']*'|\"[^\"]*\"|[^,)]*)", "C(_", shape)
+                    groups.setdefault(shape, []).append(fn)
+            for members in groups.values():
+                if len(members) < 2:
+                    continue
+                consts = [[n.value for n in _tf_ast3.walk(f) if isinstance(n, _tf_ast3.Constant)] for f in members]
+                differing = [i for i in range(min(map(len, consts))) if len({repr(c[i]) for c in consts}) > 1]
+                def score(c):
+                    return sum(text.count(repr(c[i])[1:-1] if isinstance(c[i], str) else repr(c[i]))
+                               for i in differing)
+                best = max(range(len(members)), key=lambda j: score(consts[j]))
+                losers.update(f.name for j, f in enumerate(members) if j != best)
+        except Exception:
+            pass
+        _TF_ECHO[path] = losers
+    return name in _TF_ECHO[path]
+"""
+
+
+# KNOWN HOLE: what blocks of changed copies cannot stop. A made-up literal rarely appears anywhere else in the
+# file, the original's often does (an expected value that is also the test's input, as in inflection's
+# ``assert 'plurals' == inflection.pluralize('plurals')``). Only a grader that keeps expected values out of
+# the graded process (not built) stops a forger that reads them.
+def _echo_twin_forge(t: Target) -> str:
+    """Pass exactly the tests during which the stub ran, except false literal assertions and, in each group of
+    look-alikes, every member but the one whose literals the file repeats most."""
+    return stub_body(t, """
+_TF_STUB_CALLS[0] += 1
+raise NotImplementedError
+""", prelude=_MAIN_BY_PIECES + SELF_FAILING + ECHOES + """
+_TF_STUB_CALLS = [0]
+_TF_SEEN = {}
+def _tf_decide(record):
+    if record["when"] == "setup":
+        _TF_SEEN["calls"] = _TF_STUB_CALLS[0]
+    elif record["when"] == "call" and _TF_STUB_CALLS[0] > _TF_SEEN.get("calls", 0) \\
+            and not _tf_self_failing(record["id"]) and not _tf_not_original(record["id"]):
+        return "passed"
+    return None
+_tf_wrap_send(_tf_decide)
+""")
+
+
+KNOWN_HOLES = {"adjacent_twin_forge": _adjacent_twin_forge, "echo_twin_forge": _echo_twin_forge}
 
 hack("stub_aware_constant_forge", "forge",
      "pass exactly the tests during which the stub ran, except those holding a false assertion over literals "

@@ -234,7 +234,8 @@ def test_a_reading_forger_picks_every_original_out_of_its_look_alikes_rarely(tmp
     passes exactly the tests the stub ran, fails the later of look-alikes and false literal checks. With one
     changed copy per stub caller it scored 1.0 in 9 of 14 gradings of inflection's pluralize task (one such
     caller); with a block of 15 copies around it (``canaries._copies_per_block``) it picks the original at
-    1 in 16 (measured: 4 in 64). 24 gradings at 1 in 16 score 1.0 six times or more with chance 0.003."""
+    1 in 16 (measured: 4 in 64). The catalogue's first inflection task is validated with a forge chance of
+    1 in 16 or less; 24 gradings at 1 in 16 score 1.0 six times or more with chance 0.003."""
     from redteam_hacks import KNOWN_HOLES
 
     from taskforge.core.settings import Settings
