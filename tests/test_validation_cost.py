@@ -254,3 +254,34 @@ def test_a_stand_in_whose_run_never_reaches_the_witness_holds_it(task: tuple[Tas
     assert not res.cheatable
     assert all(stop for _, stop in calls), calls  # no whole grading
     assert calls == [("always_equal", "first_failure"), *[(n, "after_witness") for n in list(STAND_INS)[1:]]]
+
+
+@pytest.mark.slow
+def test_the_first_empty_patch_grading_leaves_out_unaffected_tests_the_gold_grading_ran(tmp_path: Path) -> None:
+    """pyparsing 3.3.3 and multidict 7.2.1 keep most tests in one or two files: the empty-patch grading ran the
+    full suite (then its hidden files' PASS_TO_PASS, 1,900 of pyparsing's 2,094 tests), 17-48 s a candidate.
+    It now runs FAIL_TO_PASS, the affected PASS_TO_PASS and one test of every file; the gold grading before it
+    still runs the hidden files' PASS_TO_PASS under this task's canaries."""
+    from generate_fixtures import make_mini_project
+
+    from generators.candidates import Candidate
+    from sandboxes.fakes import HostSandbox
+    from taskforge.core.settings import Settings
+    from taskforge.pipeline.generate import ProfileJob, profile_source
+    from taskforge.validate.steps import CandidateJob, validate_candidate
+
+    src = make_mini_project(tmp_path / "minipkg")
+    settings = Settings.load({"work_dir": str(tmp_path / "work"), "baseline_runs": 2, "battery": False})
+    profile = profile_source(ProfileJob(str(src), settings.to_dict(), sandbox=HostSandbox()))
+    cand = Candidate("stub:minipkg.stats.mean", "stub", "minipkg.stats.mean",
+                     ("tests/test_stats.py::test_mean_ints", "tests/test_stats.py::test_mean_floats"), 1.0, "")
+    res = validate_candidate(CandidateJob(profile.profile_dir, cand, settings.to_dict(), sandbox=HostSandbox()))
+    assert res.task is not None, res.rejected
+    runs = {(r.check, r.repeat): set(r.outcomes) for r in res.task.validation}
+    gold, empty = runs[("gold_patch", 1)], runs[("empty_patch", 1)]
+    hidden_p2p = {n for n in res.task.pass_to_pass if n.startswith("tests/test_stats.py::")}
+    assert len(hidden_p2p) >= 2 and hidden_p2p <= gold  # the gold grading runs them all
+    assert set(res.task.fail_to_pass) <= empty
+    files = {n.split("::")[0] for n in res.task.pass_to_pass}
+    assert {n.split("::")[0] for n in empty} >= files  # one test of every file at least
+    assert len(empty) < len(res.task.fail_to_pass) + len(res.task.pass_to_pass), empty  # not the full suite

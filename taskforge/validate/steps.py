@@ -24,8 +24,8 @@ Every run is killed after ``run_limit_s`` (k x the baseline's slowest suite run 
    graded, in the repository's one environment (never rebuilt; each grading gets a fresh workspace):
    repeat 1 grades the gold patch on FAIL_TO_PASS + the affected PASS_TO_PASS + the PASS_TO_PASS of the
    hidden files (where the grading harness edits) (score 1: contract 2 and 4; first, as the smaller
-   grading and the likelier to reject), then the empty patch on FAIL_TO_PASS + those PASS_TO_PASS + the
-   first PASS_TO_PASS test of every other test file (score 0, every hidden test red, every graded
+   grading and the likelier to reject), then the empty patch on FAIL_TO_PASS + the affected PASS_TO_PASS +
+   the first PASS_TO_PASS test of every test file (score 0, every hidden test red, every graded
    PASS_TO_PASS green: contract 1 and 3). Repeats after the first grade the empty patch on
    FAIL_TO_PASS + affected only, and re-run the affected tests of the modified files on the agent's
    workspace; the gold patch is graded again only when the baseline has fewer runs than the repeats
@@ -35,8 +35,11 @@ Every run is killed after ``run_limit_s`` (k x the baseline's slowest suite run 
    processes it starts included), from a test file that is byte-identical everywhere, runs the very code
    the baseline ran N times and the profile's grading check (``taskforge.profile.harness_check``) ran
    once more under the grading harness; a test that fails there is no PASS_TO_PASS test of any task
-   (without a check that gave a verdict, the empty patch is graded on every test as before). One
-   test of each file still runs, so a file that no longer imports is seen. (The empty-patch grading of
+   (without a check that gave a verdict, the empty patch is graded on every test as before). The
+   unaffected PASS_TO_PASS of the hidden files, where this task's canaries go, ran under them in the gold
+   grading just before (pyparsing 3.3 and multidict 7.2 keep most tests in one or two files, so those
+   were 1,900 of pyparsing's 2,094 tests in each of the two gradings). One test of each file still runs,
+   so a file that no longer imports is seen. (The empty-patch grading of
    the full suite was 44% of attrs 26.1's candidate time, and 60-86 s of each pyparsing 3.3 candidate.)
    A PASS_TO_PASS test that coverage missed and the deletion broke would be one the agent must make pass
    all the same, and the gold patch does (it is the original): the reward is unchanged, only the test's
@@ -494,7 +497,7 @@ class _Validation:
                 graded = task  # no grading check vouches for the tests this one would leave out
             elif repeat == 1:  # what can be red without the feature, and a test of every file (it collects)
                 graded = dataclasses.replace(task, pass_to_pass=tuple(sorted(
-                    set(first_gold) | set(_first_of_each_file(task.pass_to_pass)))))
+                    set(affected_p2p) | set(_first_of_each_file(task.pass_to_pass)))))
             else:
                 graded = dataclasses.replace(task, pass_to_pass=affected_p2p)
             default, own = self.test_deadlines((*graded.fail_to_pass, *graded.pass_to_pass))
