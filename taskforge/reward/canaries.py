@@ -302,18 +302,25 @@ def _tables(fn: ast.FunctionDef) -> dict[str, list[ast.Constant]]:
 
 def _sites(fn: ast.FunctionDef, strict: str = "") -> list[list[ast.Constant]]:
     """Groups of literals that, changed, make a run of ``fn`` that passes fail: the expected side of an equality
-    assertion at the top of its body (one literal, or one item of a literal collection or of a ``"".join``
+    assertion at the top of its body that only ``_harmless_after`` statements follow (one literal, or one item of a literal collection or of a ``"".join``
     of literals; the value of a name assigned once above it and used nowhere else above it), or the expected
     column of a literal ``parametrize`` table when nothing above the assertion uses that argument. A passing
     run reaches every top-level statement, so ``got == expected`` held there and ``got == changed`` cannot."""
     tables = _tables(fn)
+    # only assertions that nothing but assertions, local assignments and raises-checks follow (``_harmless_after``):
+    # a changed copy fails at its site, and what the test would have done after it must not matter (attrs 26.1's ``test_run_validators`` sets a global switch off,
+    # asserts ``1 == c.x``, then sets it on again: its changed copies left validators off, and 7 later tests
+    # failed under the grading harness)
+    tail = len(fn.body)
+    while tail and _harmless_after(fn.body[tail - 1]):
+        tail -= 1
     before: dict[str, int] = {}  # name -> its occurrences in the statements above the current one
     bound: dict[str, ast.expr] = {}  # ``expected = "\n".join([...])`` above the assertion, its only earlier use
     sites: list[list[ast.Constant]] = []
-    for stmt in fn.body:
+    for index, stmt in enumerate(fn.body):
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             bound[stmt.targets[0].id] = stmt.value
-        sides = _eq_sides(stmt, strict)
+        sides = _eq_sides(stmt, strict) if index >= tail else None
         for expected, got in (sides, sides[::-1]) if sides is not None else ():
             if not _computed(got) or (isinstance(got, ast.Name) and got.id in bound
                                       and not _computed(bound[got.id])):
@@ -336,6 +343,39 @@ def _sites(fn: ast.FunctionDef, strict: str = "") -> list[list[ast.Constant]]:
             if isinstance(n, ast.Name):
                 before[n.id] = before.get(n.id, 0) + 1
     return sites
+
+
+_RAISES = frozenset({"raises", "warns", "assertRaises", "assertRaisesRegex", "assertWarns", "assertWarnsRegex"})
+
+
+def _harmless_after(stmt: ast.stmt) -> bool:
+    """A statement that may follow a changed copy's site, as it restores nothing the test changed: an assertion
+    (``assert``, ``self.assertEqual(...)``), an assignment to local names only, a docstring or ``pass``, or a
+    ``with pytest.raises(...)``/``self.assertRaises(...)`` block of such statements and plain calls."""
+    if isinstance(stmt, ast.Assert | ast.Pass):
+        return True
+    if isinstance(stmt, ast.Expr):
+        value = stmt.value
+        if isinstance(value, ast.Constant):
+            return True
+        if isinstance(value, ast.Call):
+            func = value.func
+            return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")).lower() \
+                .startswith("assert")
+        return False
+    if isinstance(stmt, ast.Assign | ast.AugAssign | ast.AnnAssign):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        return all(isinstance(n, ast.Name) for t in targets for n in ast.walk(t)
+                   if isinstance(n, ast.expr) and not isinstance(n, ast.Tuple | ast.List | ast.Starred))
+    if isinstance(stmt, ast.With):
+        def raising(item: ast.withitem) -> bool:
+            ctx = item.context_expr
+            func = ctx.func if isinstance(ctx, ast.Call) else None
+            return func is not None and (func.attr if isinstance(func, ast.Attribute)
+                                         else getattr(func, "id", "")) in _RAISES
+        return all(raising(i) for i in stmt.items) and all(
+            _harmless_after(b) or (isinstance(b, ast.Expr) and isinstance(b.value, ast.Call)) for b in stmt.body)
+    return False
 
 
 def _variants(text: str, value: object, rng: random.Random, count: int) -> list[str]:
