@@ -58,3 +58,26 @@ def test_a_provider_without_a_cache_key_gets_a_tree_of_its_own_per_grading(tmp_p
             assert (tree / "x.py").is_file()
         assert not tree.exists()
     assert Plain.calls == 2 and len(seen) == 2
+
+
+def _grade_in_a_worker(source: str) -> str:
+    from types import SimpleNamespace
+
+    from taskforge.reward.reward import _ORIGINALS as shared  # the process's one, as gradings use it
+    from taskforge.reward.workspace import DirectoryTrees
+
+    with shared.use(DirectoryTrees(Path(source)), SimpleNamespace(repo="a")) as tree:  # type: ignore[arg-type]
+        return str(tree)
+
+
+def test_a_pool_worker_removes_its_trees_when_it_exits(tmp_path: Path) -> None:
+    """A forked pool worker exits without atexit handlers: its shared trees went on filling /tmp."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        tree = Path(pool.apply(_grade_in_a_worker, (str(_repo(tmp_path, "a")),)))
+        assert tree.is_dir()
+        pool.close()
+        pool.join()
+    assert not tree.exists() and not tree.parent.exists()

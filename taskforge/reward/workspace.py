@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import atexit
 import contextlib
+import multiprocessing.util
 import os
 import shlex
 import shutil
@@ -111,6 +112,8 @@ class SharedOriginals:
                 if self._root is None:
                     self._root = Path(tempfile.mkdtemp(prefix="tf-originals-"))
                     atexit.register(shutil.rmtree, self._root, True)
+                    # a pool's forked worker exits without atexit handlers, but runs multiprocessing's finalizers
+                    multiprocessing.util.Finalize(self, shutil.rmtree, args=(self._root, True), exitpriority=1)
                 path = Path(tempfile.mkdtemp(dir=self._root))
                 try:
                     trees.materialize(task, path)
