@@ -71,9 +71,11 @@ def _grade_in_a_worker(source: str) -> str:
 
 
 def test_a_pool_worker_removes_its_trees_when_it_exits(tmp_path: Path) -> None:
-    """A forked pool worker exits without atexit handlers: its shared trees went on filling /tmp."""
+    """A forked pool worker exits without atexit handlers: its shared trees went on filling /tmp. It starts with
+    none of its parent's (their removal is the parent's), whatever this process graded before."""
     import multiprocessing
 
+    _grade_in_a_worker(str(_repo(tmp_path, "before")))  # this process now holds a tree of its own
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(1) as pool:
         tree = Path(pool.apply(_grade_in_a_worker, (str(_repo(tmp_path, "a")),)))

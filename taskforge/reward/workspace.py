@@ -23,6 +23,7 @@ import shutil
 import tempfile
 import threading
 import tomllib
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -93,6 +94,18 @@ class SharedOriginals:
 
     def __init__(self, size: int = 4) -> None:
         self._size = size
+        self._forget()
+        ref = weakref.ref(self)
+        # a forked worker starts empty: the trees it inherited are its parent's to use and remove (evicting one
+        # would delete it under the parent), and a lock held by another thread at the fork would never open
+        def in_child() -> None:
+            obj = ref()
+            if obj is not None:
+                obj._forget()
+
+        os.register_at_fork(after_in_child=in_child)
+
+    def _forget(self) -> None:
         self._lock = threading.Lock()
         self._items: dict[tuple[str, ...], list[Any]] = {}  # key -> [path, users], oldest first
         self._root: Path | None = None
