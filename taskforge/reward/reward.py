@@ -175,8 +175,8 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
         args, plan, flags, detail, read_only, allowed = outcome
         deadlines = dict(test_deadlines or {})
         if trusted and test_deadline_s > 0:  # a must-fail canary can only fail sooner (see CANARY_DEADLINE_S)
-            deadlines.update({n: min(CANARY_DEADLINE_S, deadlines.get(n, test_deadline_s) or test_deadline_s)
-                              for n, want in plan.expect.items() if want == "fail"})
+            deadlines.update({n: min(CANARY_DEADLINE_S, test_deadline_s) for n, want in plan.expect.items()
+                              if want == "fail"})  # canary ids are drawn here: no caller names them
         request = RunRequest(tests=tuple(args), timeout_s=timeout, tracebacks=tracebacks,
                              stop_at_failure=stop_at_failure, stop_after=stop_after,
                              stop_at_failure_of=tuple(stop_at_failure_of),
