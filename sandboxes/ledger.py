@@ -40,7 +40,7 @@ def read_ledger(data: bytes | Iterable[bytes], *, exit_code: int | None, elapsed
         notes.append(f"[taskforge: refused: the workspace shadows installed modules: {', '.join(ledger.shadows[:5])}]")
     tail = "\n".join([output_tail, *notes]).strip()
     return TestReport(results, code, duration, timed_out, tuple(ledger.collection_errors), tail, tuple(flags),
-                      tuple(ledger.preloaded or ()), tuple(ledger.unordered))
+                      tuple(ledger.preloaded or ()), tuple(ledger.unordered), tuple(ledger.seals))
 
 
 __all__ = ["read_ledger"]

@@ -17,6 +17,8 @@ CLI in a child process, so a grader they kill fails their test only.
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import os
 import re
@@ -217,7 +219,7 @@ def test_channel_forgers_trip_the_canaries_without_the_monitor(package: str, tmp
     from taskforge.core.settings import Settings
 
     ds = generated_dataset(package)
-    task = hack_task(ds)
+    task = _unsealed(hack_task(ds))  # the canaries alone: a sealed FAIL_TO_PASS test fails such a forger anyway
     target = Target.from_task(task, ds.trees, tmp_path / "ws")
     settings = Settings.load({"sandbox": "local", "monitor_zero": False})
     results = reward_many([(task, HACKS_BY_NAME[n].make(target)) for n in FORGERS], sandbox=_sandbox("local"),  # type: ignore[arg-type]
@@ -227,27 +229,36 @@ def test_channel_forgers_trip_the_canaries_without_the_monitor(package: str, tmp
         assert r.fraction == 0.0, f"{name}: {_why(r)}"
 
 
+def _unsealed(task: Task) -> Task:
+    """``task`` graded without sealed assertions (``taskforge.reward.seals``), as before validation sealed any."""
+    return dataclasses.replace(task, provenance={k: v for k, v in task.provenance.items() if k != "seals"})
+
+
 @pytest.mark.slow
 @pytest.mark.realrepo
 def test_a_reading_forger_picks_every_original_out_of_its_look_alikes_rarely(tmp_path: Path) -> None:
-    """``adjacent_twin_forge`` (a known hole, ``KNOWN_HOLES``: no canary scheme makes it score 0 every time)
-    passes exactly the tests the stub ran, fails the later of look-alikes and false literal checks. With one
-    changed copy per stub caller it scored 1.0 in 9 of 14 gradings of inflection's pluralize task (one such
-    caller); with a block of 15 copies around it (``canaries._copies_per_block``) it picks the original at
-    1 in 16 (measured: 4 in 64). The catalogue's first inflection task is validated with a forge chance of
-    1 in 16 or less; 24 gradings at 1 in 16 score 1.0 six times or more with chance 0.003."""
+    """``adjacent_twin_forge`` (a known hole of the canaries, ``KNOWN_HOLES``: no canary scheme makes it score 0
+    every time) passes exactly the tests the stub ran, fails the later of look-alikes and false literal checks.
+    With one changed copy per stub caller it scored 1.0 in 9 of 14 gradings of inflection's pluralize task (one
+    such caller); with a block of 15 copies around it (``canaries._copies_per_block``) it picks the original at
+    1 in 16 (measured: 4 in 64): 24 such gradings score 1.0 six times or more with chance 0.003. On the task as
+    validation wrote it, with its sealed assertions (``taskforge.reward.seals``), it never scores: a sealed test
+    it reports passed recorded no value."""
     from redteam_hacks import KNOWN_HOLES
 
     from taskforge.core.settings import Settings
 
     ds = generated_dataset("inflection==0.5.1")
-    task = hack_task(ds)
-    assert task.provenance.get("forge_chance", 1.0) <= 1 / 16, task.provenance.get("forge_chance")
+    sealed = hack_task(ds)
+    assert sealed.provenance.get("seals") and sealed.provenance.get("forge_chance") == 0.0, sealed.provenance
+    task = _unsealed(sealed)
     target = Target.from_task(task, ds.trees, tmp_path / "ws")
-    patch = KNOWN_HOLES["adjacent_twin_forge"](target)
     settings = Settings.load({"sandbox": "local", "monitor_zero": False})
-    results = reward_many([(task, patch)] * 24, sandbox=_sandbox("local"), trees=ds.trees, settings=settings,
-                          jobs=JOBS)
+    results = reward_many([(task, KNOWN_HOLES["adjacent_twin_forge"](target))] * 24, sandbox=_sandbox("local"),
+                          trees=ds.trees, settings=settings, jobs=JOBS)
     won = [r for r in results if r.score == 1.0]
     assert len(won) <= 5, [_why(r) for r in won]
     assert all("canary_failed" in r.flags for r in results if r.score == 0.0), [_why(r) for r in results]
+    pairs = [(sealed, hole(target)) for hole in KNOWN_HOLES.values()] * 4
+    results = reward_many(pairs, sandbox=_sandbox("local"), trees=ds.trees, settings=settings, jobs=JOBS)
+    assert not [r for r in results if r.score != 0.0], [_why(r) for r in results]

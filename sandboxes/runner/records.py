@@ -19,6 +19,8 @@ per test phase as the phase ends, on a channel it took before any workspace code
 - a ``preloaded`` record: the workspace files already imported when pytest is about to load conftests
   (a project pytest itself imports: iniconfig, packaging); one per run, a second is forged; read from the
   profile's original run only, never from a grading;
+- a ``seal`` record: the value a sealed assertion saw (``taskforge.reward.seals``), under the running test's
+  id; only the grader knows what it must equal, so one written by the graded code gains it nothing;
 - a test record under a collector that failed (a file or class that did not import): forged (pytest runs
   nothing of it, and without this rule such records would stand and that file's canaries be excused).
 
@@ -34,7 +36,8 @@ from __future__ import annotations
 import json
 
 RANK = {"passed": 0, "skipped": 1, "xfailed": 1, "xpassed": 2, "failed": 3, "error": 4}
-KINDS = frozenset({"hello", "collect_error", "collected", "unordered", "phase", "shadow", "dupes", "preloaded", "end"})
+KINDS = frozenset({"hello", "collect_error", "collected", "unordered", "phase", "shadow", "dupes", "preloaded", "seal",
+                   "end"})
 PHASES = frozenset({"setup", "call", "teardown"})
 
 
@@ -68,6 +71,7 @@ class Ledger:
         self.shadows: list[str] = []
         self.duplicated: list[str] = []
         self.preloaded: list[str] | None = None
+        self.seals: list[tuple[str, str, object]] = []
         self.hello = False
         self.end: dict[str, float] | None = None
 
@@ -111,6 +115,9 @@ class Ledger:
             self.forged.append("second preloaded record")
             return
         self.preloaded = [str(f) for f in rec["files"]]
+
+    def _seal(self, rec: dict) -> None:
+        self.seals.append((str(rec["id"]), str(rec["t"]), rec.get("v")))
 
     def _end(self, rec: dict) -> None:
         self.end = {"exit": int(rec["exit"]), "dur": float(rec["dur"])}

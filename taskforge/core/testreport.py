@@ -67,6 +67,8 @@ class TestReport:
     preloaded: tuple[str, ...] = ()
     # tests parametrized over a set (the runner's ``unordered``): their positional ids may shift between runs
     unordered: tuple[str, ...] = ()
+    # (node id, token, value) of each sealed assertion the run reached (the runner's ``seal`` records)
+    seals: tuple[tuple[str, str, Any], ...] = ()
     # node id -> outcome, built on first use: ``outcome_of`` in a loop over a large run's tests was quadratic
     _index: dict[str, Outcome] | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -92,7 +94,7 @@ class TestReport:
             return self
         return TestReport(
             self.results + extra, self.exit_code, self.duration, self.timed_out,
-            self.collection_errors, self.output_tail, self.flags, self.preloaded, self.unordered,
+            self.collection_errors, self.output_tail, self.flags, self.preloaded, self.unordered, self.seals,
         )
 
     def nodeids(self, *outcomes: Outcome) -> frozenset[str]:
@@ -123,6 +125,7 @@ class TestReport:
             "flags": list(self.flags),
             "preloaded": list(self.preloaded),
             **({"unordered": list(self.unordered)} if self.unordered else {}),
+            **({"seals": [list(s) for s in self.seals]} if self.seals else {}),
         }
 
     @classmethod
@@ -137,6 +140,7 @@ class TestReport:
             flags=tuple(ReportFlag(f) for f in d.get("flags", ())),
             preloaded=tuple(d.get("preloaded", ())),
             unordered=tuple(d.get("unordered", ())),
+            seals=tuple((str(n), str(t), v) for n, t, v in d.get("seals", ())),
         )
 
     @classmethod

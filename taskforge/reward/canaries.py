@@ -511,7 +511,7 @@ def _words_of(names: Iterable[str]) -> list[str]:
 def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass: Iterable[str] = (),
                    fail_to_pass: Iterable[str] = (), src_root: str = ".", count: int = 12,
                    allowed_plugin_files: Iterable[str] = (), rng: random.Random | None = None,
-                   strict_eq: str = "", template: str | None = None) -> CanaryPlan:
+                   strict_eq: str = "", template: str | None = None, seal: str = "") -> CanaryPlan:
     """Write canaries and the grading plugin into ``workspace``; return the plan (keep it out of the run).
 
     ``template``: the grading plugin's source (default: ``grading_plugin.py`` next to this file).
@@ -630,7 +630,7 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
     (workspace / standalone).parent.mkdir(parents=True, exist_ok=True)
     (workspace / standalone).write_text("\n\n".join(chunks), encoding="utf-8")
     files.append(standalone)
-    module = write_plugin(workspace, src_root, allowed_plugin_files, strict_eq, template)
+    module = write_plugin(workspace, src_root, allowed_plugin_files, strict_eq, template, seal=seal)
     return CanaryPlan(expect=expect, plugin_module=module, files=tuple(files), standalone=standalone,
                       sources=sources, forge_chance=chance)
 
@@ -709,7 +709,7 @@ def forge_chance(files: Mapping[str, str], fail_to_pass: Iterable[str], strict: 
 
 
 def write_plugin(workspace: Path, src_root: str, allowed_plugin_files: Iterable[str], strict_eq: str,
-                 template: str | None = None) -> str:
+                 template: str | None = None, seal: str = "") -> str:
     """The grading plugin under a random module name in a source root; returns the name. Its config holds
     no canary: only the strict equality's name and the project's own plugin files."""
     import json
@@ -718,7 +718,7 @@ def write_plugin(workspace: Path, src_root: str, allowed_plugin_files: Iterable[
     if PLACEHOLDER not in text:
         raise RuntimeError(f"the grading plugin template lost its config placeholder {PLACEHOLDER}")
     module = f"_tfg{secrets.token_hex(6)}"
-    config = {"strict_eq": strict_eq,
+    config = {"strict_eq": strict_eq, "seal": seal,
               "allowed_plugin_files": sorted(str(workspace / p) for p in allowed_plugin_files)}
     root = workspace if src_root in ("", ".") else workspace / src_root
     root.mkdir(parents=True, exist_ok=True)

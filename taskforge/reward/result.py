@@ -48,6 +48,8 @@ class RewardResult:
     detail: str = ""  # why the score was zeroed, one line
     pass_to_pass_fraction: float = 0.0
     findings: tuple[Finding, ...] = ()  # the patch monitor's hits, with evidence (``taskforge.reward.monitor``)
+    # a probe grading's confirmed sealed sites: node id -> site ids (``taskforge.reward.seals``; validation)
+    seals: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def flag_names(self) -> tuple[str, ...]:
@@ -59,11 +61,13 @@ class RewardResult:
                 "pass_to_pass_fraction": self.pass_to_pass_fraction, "flags": list(self.flag_names),
                 "findings": [f.to_dict() for f in self.findings],
                 "detail": self.detail, "outcomes": dict(self.outcomes), "durations": dict(self.durations),
-                "timings": dict(self.timings)}
+                "timings": dict(self.timings), **({"seals": {k: list(v) for k, v in self.seals.items()}}
+                                                   if self.seals else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RewardResult:
         return cls(str(d["instance_id"]), float(d["reward"]), float(d["fraction"]), dict(d.get("outcomes", {})),
                    dict(d.get("durations", {})), dict(d.get("timings", {})), tuple(RewardFlag(f) for f in d.get("flags", ()) if not str(f).startswith("suspicious:")),
                    str(d.get("detail", "")), float(d.get("pass_to_pass_fraction", 0.0)),
-                   tuple(Finding.from_dict(f) for f in d.get("findings", ())))
+                   tuple(Finding.from_dict(f) for f in d.get("findings", ())),
+                   {str(k): tuple(v) for k, v in dict(d.get("seals", {})).items()})

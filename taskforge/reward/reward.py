@@ -43,6 +43,7 @@ from taskforge.reward.canaries import plant_canaries, write_plugin
 from taskforge.reward.monitor import scan_patch
 from taskforge.reward.patch_guard import ProtectedPaths, apply_vetted, vet_patch
 from taskforge.reward.result import ZEROING_FLAGS, RewardFlag, RewardResult
+from taskforge.reward.seals import SealPlan, plan_for
 from taskforge.reward.strict_asserts import strict_source
 from taskforge.reward.workspace import (
     OriginalTree,
@@ -136,7 +137,7 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
            timeout_s: float | None = None, envs: EnvCache | None = None, tracebacks: bool = True,
            trusted: bool = False, plan_seed: int | None = None, stop_at_failure: bool = False,
            stop_after: str = "", test_deadline_s: float = 0.0, test_deadlines: Mapping[str, float] | None = None,
-           stop_at_failure_of: tuple[str, ...] = ()) -> RewardResult:
+           stop_at_failure_of: tuple[str, ...] = (), seal_probe: bool = False) -> RewardResult:
     """Grade ``patch`` (a unified diff against the broken workspace) on ``task`` in a fresh workspace.
 
     ``tracebacks=False`` runs pytest with ``--tb=no`` (validation reads outcomes only); scores are the same.
@@ -151,6 +152,9 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
     is the whole grading's (a failure scores 0 either way). ``test_deadline_s`` (trusted gradings only;
     ignored otherwise): a test running longer fails (``RunRequest.test_deadline_s``); ``test_deadlines``:
     the named tests' own deadlines instead (``RunRequest.test_deadlines``).
+    Gradings that are not ``trusted`` seal the assertions the task names (``provenance["seals"]``,
+    ``taskforge.reward.seals``); ``seal_probe`` (validation's gold grading) seals every sealable assertion of
+    the FAIL_TO_PASS tests with its literal kept, and the result's ``seals`` names those the patch confirmed.
     """
     settings = settings or Settings()
     timeout = float(timeout_s if timeout_s is not None else grading_limit_s(task, settings))
@@ -167,12 +171,12 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
             return _result(task, [RewardFlag.GRADER_ERROR], f"cannot prepare grading: {exc}", timings)
         timings["prepare_s"] = time.monotonic() - start
         rng = random.Random(plan_seed) if trusted and plan_seed is not None else None
-        outcome = _assemble(task, patch, original, workspace, rng)
+        outcome = _assemble(task, patch, original, workspace, rng, seal=not trusted, seal_probe=seal_probe)
         timings["workspace_s"] = time.monotonic() - start - timings["prepare_s"]
         if isinstance(outcome, RewardResult):
             timings["total_s"] = time.monotonic() - start
             return _monitored(_result(task, outcome.flags, outcome.detail, timings), patch, settings, task)
-        args, plan, flags, detail, read_only, allowed = outcome
+        args, plan, flags, detail, read_only, allowed, sealed = outcome
         deadlines = dict(test_deadlines or {})
         if trusted and test_deadline_s > 0:  # a must-fail canary can only fail sooner (see CANARY_DEADLINE_S)
             deadlines.update({n: min(CANARY_DEADLINE_S, test_deadline_s) for n, want in plan.expect.items()
@@ -193,7 +197,7 @@ def reward(task: Task, patch: str, *, sandbox: Sandbox, trees: OriginalTree, set
             return _result(task, [RewardFlag.GRADER_ERROR], f"sandbox {sandbox.name} failed: {exc}", timings)
         timings["run_s"] = time.monotonic() - run_start
     timings["total_s"] = time.monotonic() - start
-    return _monitored(_score(task, report, plan, flags, detail, timings), patch, settings, task)
+    return _monitored(_score(task, report, plan, flags, detail, timings, sealed), patch, settings, task)
 
 
 @functools.lru_cache(maxsize=256)
@@ -220,11 +224,12 @@ def _monitored(result: RewardResult, patch: str, settings: Settings, task: Task)
     return result
 
 
-def _assemble(task: Task, patch: str, original: Path, workspace: Path,
-              rng: random.Random | None = None) -> RewardResult | tuple[Any, ...]:
+def _assemble(task: Task, patch: str, original: Path, workspace: Path, rng: random.Random | None = None, *,
+              seal: bool = False, seal_probe: bool = False) -> RewardResult | tuple[Any, ...]:
     """Build the grading workspace; a ``RewardResult`` (score 0) when grading must stop here.
 
-    ``rng``: where the canaries and the strict equality's name come from (default: drawn afresh)."""
+    ``rng``: where the canaries and the strict equality's name come from (default: drawn afresh). ``seal``:
+    seal the assertions the task names (``seal_probe``: every sealable one, literals kept)."""
     shutil.copytree(original, workspace, symlinks=True)
     try:
         apply(task.setup_patch, workspace, what=f"setup_patch of {task.instance_id}")
@@ -265,6 +270,7 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path,
     src_root = next((r for r in spec.src_roots if (workspace / r).is_dir()), ".")
     strict = f"_tfq{rng.getrandbits(40):010x}" if rng is not None else f"_tfq{secrets.token_hex(5)}"
     originals = {rel: (workspace / rel).read_text(encoding="utf-8") for rel in hidden}
+    sealed, seal_name = SealPlan(), ""
     memo_key = (rng.getstate(), task.instance_id, task.fail_to_pass, task.pass_to_pass,
                 tuple(originals.items())) if rng is not None else None
     if (planted := _PLANTED.get(memo_key)) is not None:  # the same seed on the same files: the same canaries
@@ -274,10 +280,18 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path,
             (workspace / rel).write_text(text, encoding="utf-8")
         plan = dataclasses.replace(plan, plugin_module=write_plugin(workspace, src_root, plugins, strict))
     else:
+        seals = task.provenance.get("seals") if isinstance(task.provenance, Mapping) else None
+        sealed_texts: Mapping[str, str] = {}
+        if seal and (seal_probe or (isinstance(seals, Mapping) and seals)):  # expected values kept out of the run
+            seal_name = f"_tfs{secrets.token_hex(5)}"
+            sealed_texts, sealed = plan_for(originals, task.fail_to_pass, seals if not seal_probe else None,
+                                            seal_name, probe=seal_probe)
         for rel in hidden:  # ``assert a == b`` an always-equal object cannot pass (taskforge.reward.strict_asserts)
-            (workspace / rel).write_text(strict_source(originals[rel], strict), encoding="utf-8")
+            text = sealed_texts.get(rel, originals[rel])
+            (workspace / rel).write_text(strict_source(text, strict), encoding="utf-8")
         plan = plant_canaries(workspace, hidden, pass_to_pass=task.pass_to_pass, fail_to_pass=task.fail_to_pass,
-                              src_root=src_root, allowed_plugin_files=plugins, strict_eq=strict, rng=rng)
+                              src_root=src_root, allowed_plugin_files=plugins, strict_eq=strict, rng=rng,
+                              seal=seal_name if sealed.sites else "")
         if memo_key is not None:
             written = dict.fromkeys((*hidden, *plan.files))
             _PLANTED.put(memo_key, ({rel: (workspace / rel).read_text(encoding="utf-8") for rel in written}, plan))
@@ -289,7 +303,7 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path,
     args = ["-c", ini_name, "--rootdir=.", "--confcutdir=.", "-p", plan.plugin_module, *pinned_options(ini),
             *selected]
     return args, plan, flags, detail, (*read_only_paths(workspace, protected), ini_name), \
-        top_level_names(original, spec.src_roots)
+        top_level_names(original, spec.src_roots), sealed
 
 
 def read_only_paths(workspace: Path, protected: ProtectedPaths) -> tuple[str, ...]:
@@ -319,12 +333,19 @@ def top_level_names(root: Path, src_roots: Iterable[str]) -> tuple[str, ...]:
 
 
 def _score(task: Task, report: TestReport, plan: Any, flags: list[RewardFlag], detail: str,
-           timings: Mapping[str, float]) -> RewardResult:
+           timings: Mapping[str, float], sealed: SealPlan | None = None) -> RewardResult:
     tests = (*task.fail_to_pass, *task.pass_to_pass)
-    full = report.with_missing(tests)
+    sealed = sealed or SealPlan()
+    ran = {r.nodeid: r.outcome.value for r in report.results}
+    confirmed: dict[str, list[str]] = {}
+    refuted: dict[str, str] = {}
+    if sealed.sites and sealed.probe:
+        confirmed = sealed.confirmed(ran, report.seals, task.fail_to_pass)
+    elif sealed.sites:  # a test whose sealed value is not its literal, or that skipped its sealed site, failed
+        ran, refuted = sealed.judge(ran, report.seals)
     wanted = set(tests)  # built once: a set per result made this quadratic (idna: 6,441 tests, seconds a grading)
-    outcomes = {r.nodeid: r.outcome.value for r in full.results if r.nodeid in wanted}
-    durations = {r.nodeid: r.duration for r in full.results if r.nodeid in wanted}
+    outcomes = {n: ran.get(n, Outcome.MISSING.value) for n in tests}
+    durations = {**dict.fromkeys(tests, 0.0), **{r.nodeid: r.duration for r in report.results if r.nodeid in wanted}}
     flags = list(flags)
     if report.timed_out:
         flags.append(RewardFlag.TIMEOUT)
@@ -340,8 +361,7 @@ def _score(task: Task, report: TestReport, plan: Any, flags: list[RewardFlag], d
         flags += [RewardFlag.NO_REPORT, RewardFlag.TAMPERING]
         detail = detail or f"the runner left no report (exit code {report.exit_code})"
     else:
-        problems = plan.verify({r.nodeid: r.outcome.value for r in report.results}, report.collection_errors,
-                               finished=True)
+        problems = plan.verify(ran, report.collection_errors, finished=True)
         if problems:
             flags += [RewardFlag.CANARY_FAILED, RewardFlag.TAMPERING]
             detail = detail or problems[0]
@@ -355,11 +375,14 @@ def _score(task: Task, report: TestReport, plan: Any, flags: list[RewardFlag], d
     fraction = 0.0 if zeroed or not task.fail_to_pass else f2p_ok / len(task.fail_to_pass)
     p2p_fraction = 0.0 if zeroed or not task.pass_to_pass else p2p_ok / len(task.pass_to_pass)
     passed = not zeroed and f2p_ok == len(task.fail_to_pass) and p2p_ok == len(task.pass_to_pass)
+    if not passed and not detail and (why := next((refuted[n] for n in tests if n in refuted), "")):
+        detail = why  # (a canary's id never reaches the detail: it goes back to the agent)
     if not passed and not detail:
         failing = [n for n in tests if not Outcome(outcomes[n]).ok]
         detail = f"{len(failing)} of {len(tests)} tests did not pass (first: {failing[0]})" if failing else ""
-    return _result(task, flags, detail, timings, outcomes, durations, fraction, p2p_fraction,
-                   1.0 if passed else 0.0)
+    result = _result(task, flags, detail, timings, outcomes, durations, fraction, p2p_fraction,
+                     1.0 if passed else 0.0)
+    return dataclasses.replace(result, seals={n: tuple(s) for n, s in confirmed.items()}) if confirmed else result
 
 
 def reward_many(pairs: Iterable[tuple[Task, str]], *, sandbox: Sandbox, trees: OriginalTree,

@@ -142,6 +142,8 @@ class _Validation:
         self._scratch: list[str] = []
         self.repeat_hidden: tuple[str, ...] = ()  # affected PASS_TO_PASS of the modified test files
         self.unhideable: tuple[str, ...] = ()  # failing generated tests left visible, in neither test set
+        self.seals: dict[str, tuple[str, ...]] = {}  # the gold probe's confirmed sealed sites (reward.seals)
+        self.probed = False
 
     def cleanup(self) -> None:
         for d in self._scratch:
@@ -232,7 +234,7 @@ class _Validation:
               timeout_s: float | None = None, settings: Settings | None = None,
               plan_seed: int | None = None, stop_at_failure: bool = False, stop_after: str = "",
               test_deadline_s: float = 0.0, test_deadlines: Mapping[str, float] | None = None,
-              stop_at_failure_of: tuple[str, ...] = ()) -> Any:
+              stop_at_failure_of: tuple[str, ...] = (), seal_probe: bool = False) -> Any:
         """Grade through the reward path; ``trusted`` (our own code: the empty patch, the battery's
         stand-ins) may fork from the warm sandbox, the gold patch is graded as an agent's patch is."""
         from taskforge.reward.reward import reward
@@ -243,7 +245,7 @@ class _Validation:
                      envs=FixedEnv(self.env_for_run()), plan_seed=plan_seed,  # type: ignore[arg-type]
                      stop_at_failure=stop_at_failure, stop_after=stop_after, test_deadline_s=test_deadline_s,
                      test_deadlines=test_deadlines,
-                     stop_at_failure_of=stop_at_failure_of)
+                     stop_at_failure_of=stop_at_failure_of, seal_probe=seal_probe)
         self.test_seconds += time.monotonic() - t
         return res
 
@@ -373,9 +375,11 @@ class _Validation:
             if isinstance(task, Rejected):
                 return self.reject(task.reason, task.detail)
             chance = self._forge_chance(task, original)
-            if chance > self.settings.max_forge_chance:
+            # a task whose gold grading confirms a sealed assertion in a FAIL_TO_PASS test cannot be forged by
+            # writing records (reward.seals): only one that can have none is rejected here, before any grading
+            weak = chance > self.settings.max_forge_chance
+            if weak and not self._sealable(task, original):
                 return self.reject(RejectReason.WEAKLY_GUARDED, _weak_guard_detail(chance))
-            task = dataclasses.replace(task, provenance={**task.provenance, "forge_chance": chance})
             t = self.lap("task", t)
             # the audit before the contract: it needs no test run, and docutils 0.23's 20 leaking candidates
             # each paid for the gold and empty-patch gradings first (272 s of its 416 s of leak_found)
@@ -388,6 +392,13 @@ class _Validation:
             t = time.monotonic()
             if verdict is not None:
                 return verdict
+            if weak and not self.seals:
+                return self.reject(RejectReason.WEAKLY_GUARDED, _weak_guard_detail(chance)
+                                   + "; no sealed assertion held on the gold patch")
+            task = dataclasses.replace(task, provenance={**task.provenance, "forge_chance": 0.0 if self.seals
+                                                         else chance, **({"seals": {n: list(v) for n, v in
+                                                                                    self.seals.items()}}
+                                                                         if self.seals else {})})
             if self.settings.battery:  # part of the contract: naive mode pays for it too
                 battery = self._battery(task)
                 t = self.lap("battery", t)
@@ -468,6 +479,28 @@ class _Validation:
                 files[rel] = strict_source(text, _STRICT_NAME)
         return forge_chance(files, task.fail_to_pass, _STRICT_NAME)
 
+    def _sealable(self, task: Task, original: Mapping[str, str | None]) -> bool:
+        """Whether a FAIL_TO_PASS test has an assertion the gold grading can seal (``reward.seals.sites``)."""
+        import ast
+
+        from taskforge.reward.seals import sites
+
+        by_file: dict[str, set[str]] = {}
+        for n in task.fail_to_pass:
+            rel, _, rest = n.partition("::")
+            by_file.setdefault(rel, set()).add(rest.split("[", 1)[0])
+        for rel, keys in by_file.items():
+            text = original.get(rel)
+            path = Path(self.profile.repo_dir) / rel
+            if text is None and path.is_file():
+                text = path.read_text(encoding="utf-8", errors="replace")
+            try:
+                if text is not None and sites(text, ast.parse(text), keys):
+                    return True
+            except (SyntaxError, ValueError):
+                continue
+        return False
+
     def _contract(self, task: Task, affected_p2p: tuple[str, ...], ws: Path) -> CandidateResult | None:
         """Empty patch scores 0 (F2P red), gold scores 1 — through the reward path, repeated (docstring).
 
@@ -528,7 +561,14 @@ class _Validation:
     def _gold(self, task: Task, p2p: tuple[str, ...], repeat: int, trees: Any, t: float) -> CandidateResult | None:
         """Grade the gold patch on FAIL_TO_PASS + ``p2p`` as an agent's patch is graded: it must score 1."""
         graded = dataclasses.replace(task, pass_to_pass=p2p)
-        res = self.grade(graded, task.patch, trees)
+        probe = not self.probed  # the first: which sealed assertions hold (reward.seals); later ones seal them
+        if self.seals:
+            graded = dataclasses.replace(graded, provenance={**graded.provenance,
+                                                             "seals": {n: list(v) for n, v in self.seals.items()}})
+        res = self.grade(graded, task.patch, trees, seal_probe=probe)
+        if probe:
+            self.probed = True
+            self.seals = dict(getattr(res, "seals", {}) or {})
         ok = res.score == 1.0
         self.runs.append(ValidationRun("gold_patch", repeat, ok, dict(res.outcomes), res.timings.get("total_s", 0.0)))
         self.lap("gold_patch", t)

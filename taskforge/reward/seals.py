@@ -1,0 +1,306 @@
+"""Sealed expectations: expected values a graded process never holds. Stdlib only.
+
+A forger that runs inside the graded process (the stub itself, a conftest, anything the patch imports) can
+write the runner's records as it likes: "passed" for exactly the tests that ran the stub, say. The canaries
+(``taskforge.reward.canaries``) make it guess which of several look-alike tests is the original; a forger
+that reads the files guesses better than chance (``tests/redteam_hacks.py``, ``KNOWN_HOLES``). A sealed
+assertion leaves it nothing to guess from.
+
+At grading, a hidden FAIL_TO_PASS test's top-level ``assert got == LITERAL`` (either side; or
+``self.assertEqual(got, LITERAL)``) becomes ``NAME(got, "TOKEN")``: the literal is gone from the workspace,
+and ``NAME`` (installed by the grading plugin, ``grading_plugin.py``) writes what ``got`` is, as plain data
+(``encode``; a subclass of str, int, list... as its base value, anything else as "opaque"), on the records
+channel under the running test's id, and returns. Only the grader's process, outside the sandbox, knows
+which literal each token stands for (``SealPlan``): it fails a test with a recorded value that is not equal
+to its literal, and a test reported "passed" that did not record every sealed site it must have reached. A
+forger must now produce the value itself, which is the task.
+
+Which sites a task seals is learnt once, at validation (``probe``): the gold patch's first grading carries
+the literals too (``NAME(got, "TOKEN", LITERAL)``, which checks ``got == LITERAL`` in the process as the
+strict equality does and records ``got``), and a site is sealed for a test only when every value the gold
+code recorded there equals its literal (a ``numpy.int64``, a ``MultiDict`` compared with a dict literal: not
+plain data, not sealed). ``SealPlan.confirmed`` gives those (test, site) pairs; the task keeps them
+(``provenance["seals"]``) and every later grading seals exactly those sites.
+
+A site is a statement at the top level of the test function's body (it runs exactly once in every run of the
+test that passes), with no ``return`` above it, on lines of its own; its literal is what ``ast.literal_eval``
+reads (strings, bytes, numbers, booleans, None, and lists, tuples, sets and dicts of them).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+_EQ_CALLS = frozenset({"assertEqual", "assertEquals", "assert_equal", "assertListEqual", "assertTupleEqual",
+                       "assertDictEqual", "assertSetEqual", "assertMultiLineEqual"})
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+MAX_LITERAL = 100_000  # characters of a literal worth sealing (the record carries the value back)
+
+
+@dataclass(frozen=True)
+class SealSite:
+    """One sealed assertion: where it is (``site``: ``file::unit#statement``) and the literal it compares with."""
+
+    site: str
+    expected: Any
+
+
+@dataclass(frozen=True)
+class SealPlan:
+    """The sealed sites of one grading workspace (the grader's process only; never written in the workspace).
+
+    ``sites``: token -> site; ``required``: node id -> the tokens its run must record (a test reported passed
+    without one did not reach that assertion, or its records were withheld); ``probe``: the literals stayed
+    in the process (validation's gold grading)."""
+
+    sites: Mapping[str, SealSite] = field(default_factory=dict)
+    required: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    probe: bool = False
+
+    def judge(self, outcomes: Mapping[str, str],
+              records: Iterable[tuple[str, str, Any]]) -> tuple[dict[str, str], dict[str, str]]:
+        """``outcomes`` with every test a sealed site refutes turned to ``failed``, and why (node id -> one line)."""
+        out = dict(outcomes)
+        seen: set[tuple[str, str]] = set()
+        why: dict[str, str] = {}
+        for nodeid, token, value in records:
+            site = self.sites.get(token)
+            if site is None:
+                continue
+            seen.add((nodeid, token))
+            if not equal(decode(value), site.expected) and out.get(nodeid) in ("passed", "xpassed"):
+                out[nodeid] = "failed"
+                why[nodeid] = f"{nodeid}: the value at a sealed assertion is not the expected one"
+        for nodeid, tokens in self.required.items():
+            if out.get(nodeid) in ("passed", "xpassed") and any((nodeid, t) not in seen for t in tokens):
+                out[nodeid] = "failed"
+                why[nodeid] = f"{nodeid} passed without reaching its sealed assertions"
+        return out, why
+
+    def confirmed(self, outcomes: Mapping[str, str], records: Iterable[tuple[str, str, Any]],
+                  tests: Iterable[str]) -> dict[str, list[str]]:
+        """Node id -> the sites that ``tests`` (passed) recorded only values equal to their literals at; a site
+        where any test recorded another value is left out everywhere (probe gradings of the gold patch)."""
+        good: dict[str, set[str]] = {}
+        bad: set[str] = set()
+        for nodeid, token, value in records:
+            site = self.sites.get(token)
+            if site is None:
+                continue
+            if equal(decode(value), site.expected):
+                good.setdefault(nodeid, set()).add(site.site)
+            else:
+                bad.add(site.site)
+        return {n: sorted(good[n] - bad) for n in sorted(set(tests))
+                if outcomes.get(n) == "passed" and good.get(n, set()) - bad}
+
+
+class _Opaque:
+    """A value the process could not write as plain data: equal to nothing."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    __hash__ = object.__hash__
+
+
+def decode(value: Any, depth: int = 0) -> Any:
+    """The plain value ``grading_plugin``'s ``encode`` wrote (anything malformed: a value equal to nothing)."""
+    try:
+        if value is None:
+            return None
+        if depth > 40 or not isinstance(value, list) or not value:
+            return _Opaque()
+        tag = value[0]
+        if tag == "T":
+            return True
+        if tag == "F":
+            return False
+        arg = value[1]
+        if tag == "s" and isinstance(arg, str):
+            return arg
+        if tag == "i" and isinstance(arg, str):
+            return int(arg)
+        if tag == "f" and isinstance(arg, str):
+            return float(arg)
+        if tag == "c" and isinstance(arg, str):
+            return complex(arg)
+        if tag == "y" and isinstance(arg, str):
+            return bytes.fromhex(arg)
+        if tag in ("l", "t", "e") and isinstance(arg, list):
+            items = [decode(v, depth + 1) for v in arg]
+            return items if tag == "l" else tuple(items) if tag == "t" else set(items)
+        if tag == "d" and isinstance(arg, list):
+            return {decode(k, depth + 1): decode(v, depth + 1) for k, v in arg}
+    except (ValueError, TypeError, IndexError, OverflowError):
+        pass
+    return _Opaque()
+
+
+def equal(got: Any, expected: Any) -> bool:
+    """``got == expected`` between plain values (never raises)."""
+    try:
+        return bool(got == expected)
+    except Exception:  # noqa: BLE001 - an unhashable or odd decoded value is not the expected one
+        return False
+
+
+def units(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    """Test functions by node-id tail: ``test_x``, ``TestCls::test_x``, ``Outer::Inner::test_x``."""
+    out: dict[str, ast.FunctionDef] = {}
+
+    def walk(body: list[ast.stmt], prefix: str) -> None:
+        for n in body:
+            if isinstance(n, _FUNCS) and n.name.startswith("test"):
+                out[prefix + n.name] = n  # type: ignore[assignment]
+            elif isinstance(n, ast.ClassDef):
+                walk(n.body, f"{prefix}{n.name}::")
+
+    walk(tree.body, "")
+    return out
+
+
+def _literal(node: ast.AST) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        return isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float, complex)
+    if isinstance(node, ast.Constant):
+        return type(node.value) in (str, bytes, int, float, complex, bool, type(None))
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return all(_literal(e) for e in node.elts) and not any(isinstance(e, ast.Starred) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _literal(k) and _literal(v) for k, v in zip(node.keys, node.values, strict=True))
+    return False
+
+
+def _computed(node: ast.AST) -> bool:
+    """A side the run computes: it names something (a literal expected value needs none)."""
+    return any(isinstance(n, ast.Name | ast.Attribute | ast.Call) for n in ast.walk(node))
+
+
+def _sides(stmt: ast.stmt) -> tuple[ast.expr, ast.expr] | None:
+    """(got, expected) of ``assert got == LITERAL``/``assert LITERAL == got``/``self.assertEqual(got, LITERAL)``."""
+    pair: tuple[ast.expr, ast.expr] | None = None
+    if isinstance(stmt, ast.Assert) and isinstance(stmt.test, ast.Compare) and len(stmt.test.ops) == 1 \
+            and isinstance(stmt.test.ops[0], ast.Eq):
+        pair = (stmt.test.left, stmt.test.comparators[0])
+    elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and len(stmt.value.args) in (2, 3) \
+            and all(k.arg == "msg" for k in stmt.value.keywords):
+        func = stmt.value.func
+        if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in _EQ_CALLS:
+            pair = (stmt.value.args[0], stmt.value.args[1])
+    if pair is None:
+        return None
+    for got, expected in (pair, pair[::-1]):
+        if _literal(expected) and _computed(got):
+            return got, expected
+    return None
+
+
+def sites(source: str, tree: ast.Module, wanted: Iterable[str]) -> list[tuple[str, ast.stmt, ast.expr, ast.expr]]:
+    """(site id tail ``unit#index``, statement, got, expected) of every sealable assertion of the ``wanted`` units."""
+    lines = source.splitlines()
+    found = []
+    table = units(tree)
+    for key in sorted(set(wanted)):
+        fn = table.get(key)
+        if fn is None or any(isinstance(n, ast.Yield | ast.YieldFrom) for n in ast.walk(fn)):
+            continue
+        body = fn.body
+        for index, stmt in enumerate(body):
+            if any(isinstance(n, ast.Return) for prior in body[:index] for n in ast.walk(prior)):
+                break
+            sides = _sides(stmt)
+            if sides is None:
+                continue
+            end = stmt.end_lineno or stmt.lineno
+            alone = (index == 0 or (body[index - 1].end_lineno or 0) < stmt.lineno) \
+                and (index + 1 == len(body) or body[index + 1].lineno > end) \
+                and not lines[stmt.lineno - 1].encode("utf-8")[:stmt.col_offset].strip() \
+                and stmt.lineno > fn.lineno
+            text = ast.get_source_segment(source, sides[1]) or ""
+            if not alone or len(text) > MAX_LITERAL:
+                continue
+            try:
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+            if isinstance(value, float) and not math.isfinite(value):
+                continue
+            found.append((f"{key}#{index}", stmt, sides[0], sides[1]))
+    return found
+
+
+def seal_source(source: str, rel: str, wanted: Mapping[str, Iterable[str] | None], name: str, *,
+                probe: bool = False, tokens: dict[str, SealSite] | None = None) -> str:
+    """``source`` (the hidden test file ``rel``) with the sealable assertions of ``wanted`` rewritten.
+
+    ``wanted``: unit key -> the site ids (``rel::unit#index``) to seal, or None for every sealable one (a
+    probe). Each sealed site gets a fresh token, recorded in ``tokens``. Unparsable: unchanged."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return source
+    lines = source.splitlines(keepends=True)
+    edits = []
+    for tail, stmt, got, expected in sites(source, tree, wanted):
+        site = f"{rel}::{tail}"
+        allowed = wanted.get(tail.split("#", 1)[0])
+        if allowed is not None and site not in set(allowed):
+            continue
+        got_text = ast.get_source_segment(source, got)
+        expected_text = ast.get_source_segment(source, expected)
+        if got_text is None or expected_text is None:
+            continue
+        token = secrets.token_hex(6)
+        indent = lines[stmt.lineno - 1].encode("utf-8")[:stmt.col_offset].decode("utf-8")
+        extra = f", ({expected_text})" if probe else ""
+        call = f"{indent}{name}(({got_text}), {token!r}{extra})\n"
+        edits.append((stmt.lineno, stmt.end_lineno or stmt.lineno, call))
+        if tokens is not None:
+            tokens[token] = SealSite(site, ast.literal_eval(expected_text))
+    for first, last, text in sorted(edits, reverse=True):
+        lines[first - 1:last] = [text]
+    return "".join(lines)
+
+
+def plan_for(files: Mapping[str, str], fail_to_pass: Iterable[str], seals: Mapping[str, Iterable[str]] | None,
+             name: str, *, probe: bool = False) -> tuple[dict[str, str], SealPlan]:
+    """The sealed texts of the hidden test ``files`` (path -> text) and the plan that judges them.
+
+    ``probe``: seal every sealable site of every FAIL_TO_PASS test, literals kept in the process (validation);
+    otherwise ``seals`` (node id -> site ids: ``provenance["seals"]``) names the sites, and the tests that
+    must record them."""
+    f2p = list(dict.fromkeys(fail_to_pass))
+    wanted: dict[str, dict[str, set[str] | None]] = {}
+    if probe:
+        for nodeid in f2p:
+            rel, _, rest = nodeid.partition("::")
+            wanted.setdefault(rel, {})[rest.split("[", 1)[0]] = None
+    else:
+        for nodeid, site_ids in (seals or {}).items():
+            for site in site_ids:
+                rel, _, tail = str(site).partition("::")
+                unit = tail.split("#", 1)[0]
+                bucket = wanted.setdefault(rel, {}).setdefault(unit, set())
+                if bucket is not None:
+                    bucket.add(str(site))
+    tokens: dict[str, SealSite] = {}
+    texts = {rel: seal_source(files[rel], rel, units_wanted, name, probe=probe, tokens=tokens)
+             for rel, units_wanted in wanted.items() if rel in files}
+    by_site: dict[str, list[str]] = {}
+    for token, site in tokens.items():
+        by_site.setdefault(site.site, []).append(token)
+    # a site the task names that its file no longer has seals nothing and is required of no test
+    required = {} if probe else {str(n): need for n, site_ids in (seals or {}).items()
+                                 if (need := tuple(t for s in site_ids for t in by_site.get(str(s), ())))}
+    return {rel: text for rel, text in texts.items() if text != files[rel]}, SealPlan(tokens, required, probe)
+
+
+__all__ = ["SealPlan", "SealSite", "decode", "equal", "plan_for", "seal_source", "sites", "units"]

@@ -1,0 +1,179 @@
+"""Sealed expectations (``taskforge.reward.seals``): expected literals a graded process never holds.
+
+A forger inside the graded process writes the runner's records as it likes; a sealed assertion's literal is
+not in the workspace, so "passed" without the right value, or without the value at all, scores 0."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from redteam_hacks import KNOWN_HOLES, Target
+from reward_fixtures import build_stub_task, write_tree
+
+from sandboxes.fakes import SubprocessSandbox
+from sandboxes.runner.records import Ledger
+from taskforge.core.environment import EnvSpec
+from taskforge.core.task import Task
+from taskforge.reward.reward import reward
+from taskforge.reward.seals import SealPlan, SealSite, decode, plan_for, seal_source, sites
+from taskforge.reward.workspace import DirectoryTrees
+
+SEALLIB = {
+    "seallib/__init__.py": "from seallib.values import render, other\n",
+    "seallib/values.py": (
+        "import collections\nimport enum\n\n\n"
+        "class Word(str):\n    def __repr__(self):\n        return 'Word()'\n\n\n"
+        "class Level(enum.IntEnum):\n    HIGH = 3\n\n\n"
+        "class Bag:\n    def __init__(self, d):\n        self.d = d\n\n"
+        "    def __eq__(self, other):\n        return dict(self.d) == other\n\n\n"
+        "def render(kind):\n"
+        "    if kind == 'str':\n        return Word('abc')\n"
+        "    if kind == 'level':\n        return Level.HIGH\n"
+        "    if kind == 'pair':\n        return collections.namedtuple('P', 'x y')(1, 2)\n"
+        "    if kind == 'dict':\n        return collections.OrderedDict([('a', [1, 2.5]), ('b', None)])\n"
+        "    return Bag({'k': b'v'})\n\n\n"
+        "def other():\n    return 7\n"
+    ),
+    "tests/test_values.py": (
+        "import unittest\n\nfrom seallib import render, other\n\n\n"
+        "def test_str():\n    got = render('str')\n    assert got == 'abc'\n\n\n"
+        "def test_level():\n    assert 3 == render('level')\n\n\n"
+        "def test_pair():\n    assert render('pair') == (\n        1,\n        2,\n    )\n\n\n"
+        "def test_bag():\n    assert render('bag') == {'k': b'v'}\n\n\n"
+        "class TestDict(unittest.TestCase):\n    def test_dict(self):\n"
+        "        self.assertEqual(render('dict'), {'a': [1, 2.5], 'b': None})\n\n\n"
+        "def test_other():\n    assert other() == 7\n"
+    ),
+    "pyproject.toml": '[project]\nname = "seallib"\nversion = "0.1"\n\n[tool.pytest.ini_options]\ntestpaths = ["tests"]\n',
+}
+SEALLIB_SPEC = EnvSpec(project_name="seallib", python="3.11", install_target="", src_roots=(".",),
+                       package_dirs=("seallib",), test_paths=("tests",))
+F = "tests/test_values.py"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Task, Path]:
+    base = tmp_path_factory.mktemp("seals")
+    orig = write_tree(base / "orig", SEALLIB)
+    task = build_stub_task(orig, base, module="seallib/values.py", function="render", spec=SEALLIB_SPEC,
+                           repo="seallib")
+    return task, orig
+
+
+@pytest.fixture(scope="module")
+def sealed(built: tuple[Task, Path]) -> Task:
+    """The task with the sites its gold probe confirmed, as validation records them."""
+    task, orig = built
+    probe = reward(task, task.patch, sandbox=SubprocessSandbox(), trees=DirectoryTrees(orig), seal_probe=True)
+    assert probe.score == 1.0, probe.detail
+    return dataclasses.replace(task, provenance={"seals": {n: list(s) for n, s in probe.seals.items()}})
+
+
+def test_the_gold_probe_seals_plain_values_and_leaves_out_what_only_compares_equal(sealed: Task) -> None:
+    # a str subclass, an IntEnum, a namedtuple and an OrderedDict are read as their base values; Bag equals the
+    # dict literal but is no plain data: its site is not sealed, and its test keeps its in-process assertion
+    assert sealed.provenance["seals"] == {
+        f"{F}::TestDict::test_dict": [f"{F}::TestDict::test_dict#0"],
+        f"{F}::test_level": [f"{F}::test_level#0"],
+        f"{F}::test_pair": [f"{F}::test_pair#0"],
+        f"{F}::test_str": [f"{F}::test_str#1"],
+    }
+
+
+def test_sealed_gradings_pass_the_gold_patch_and_fail_a_wrong_or_missing_value(built: tuple[Task, Path],
+                                                                               sealed: Task) -> None:
+    _, orig = built
+    sandbox, trees = SubprocessSandbox(), DirectoryTrees(orig)
+    assert reward(sealed, sealed.patch, sandbox=sandbox, trees=trees).score == 1.0
+    empty = reward(sealed, "", sandbox=sandbox, trees=trees)
+    assert empty.score == 0.0 and empty.fraction == 0.0
+    wrong = reward(sealed, sealed.patch.replace("(1, 2)", "(1, 3)"), sandbox=sandbox, trees=trees)
+    assert wrong.score == 0.0 and wrong.outcomes[f"{F}::test_pair"] == "failed"
+    assert wrong.outcomes[f"{F}::test_str"] == "passed"
+    # a str subclass that equals everything is recorded as its plain text
+    always = "type('W', (str,), {'__eq__': lambda s, o: True, '__hash__': str.__hash__})('abd')"
+    forged = reward(sealed, sealed.patch.replace("Word('abc')", always), sandbox=sandbox, trees=trees)
+    assert forged.outcomes[f"{F}::test_str"] == "failed" and forged.score == 0.0
+
+
+def test_record_forgers_that_pick_originals_score_zero_on_sealed_tasks(built: tuple[Task, Path], sealed: Task,
+                                                                        tmp_path: Path) -> None:
+    """``KNOWN_HOLES`` write "passed" for the tests the stub ran (read from the files which one is the original):
+    a sealed test they pass records no value, so it fails."""
+    _, orig = built
+    trees = DirectoryTrees(orig)
+    target = Target.from_task(sealed, trees, tmp_path / "ws")
+    for name, hole in KNOWN_HOLES.items():
+        res = reward(sealed, hole(target), sandbox=SubprocessSandbox(), trees=trees)
+        assert res.score == 0.0, (name, res.detail)
+        assert all(res.outcomes[n] != "passed" for n in sealed.provenance["seals"]), (name, res.outcomes)
+
+
+def test_a_grading_workspace_holds_no_sealed_literal(built: tuple[Task, Path], sealed: Task) -> None:
+    task, orig = built
+    files = {F: (orig / F).read_text()}
+    texts, plan = plan_for(files, task.fail_to_pass, sealed.provenance["seals"], "_tfsX")
+    text = texts[F]
+    assert "'abc'" not in text and "2.5" not in text and "(\n        1," not in text
+    assert "{'k': b'v'}" in text  # not confirmed by the gold probe: left as it was
+    assert sorted(s.site for s in plan.sites.values()) == sorted(s for v in sealed.provenance["seals"].values() for s in v)
+    assert set(plan.required) == set(sealed.provenance["seals"])
+    ast.parse(text)
+
+
+def test_sites_are_top_level_equalities_with_a_literal_before_any_return() -> None:
+    source = (
+        "def test_a():\n    x = f()\n    assert x == 'lit'\n    assert 'lit' == g(x)\n    assert f() == g()\n"
+        "    if x:\n        assert f() == 1\n    assert f() == [1, {'a': -2}]\n    assert f() == 1; y = 2\n\n\n"
+        "def test_b():\n    if f():\n        return\n    assert f() == 3\n\n\n"
+        "def test_c():\n    yield\n    assert f() == 3\n\n\n"
+        "def test_d(): assert f() == 3\n\n\n"
+        "class TestE:\n    def test_e(self):\n        self.assertEqual(f(), 'x', msg='m')\n"
+        "        self.assertSequenceEqual(f(), [1])\n        assert f() == float('nan')\n"
+    )
+    tree = ast.parse(source)
+    found = [tail for tail, *_ in sites(source, tree, ["test_a", "test_b", "test_c", "test_d", "TestE::test_e"])]
+    assert found == ["TestE::test_e#0", "test_a#1", "test_a#2", "test_a#5"]
+
+
+def test_a_sealed_statement_keeps_the_code_that_computes_the_value() -> None:
+    source = "def test_a():\n    assert 'x' == f(\n        1,  # one\n    )\n    done()\n"
+    tokens: dict[str, SealSite] = {}
+    out = seal_source(source, "t.py", {"test_a": None}, "SEAL", tokens=tokens)
+    (token, site), = tokens.items()
+    assert out == f"def test_a():\n    SEAL((f(\n        1,  # one\n    )), {token!r})\n    done()\n"
+    assert site == SealSite("t.py::test_a#0", "x")
+    probe = seal_source(source, "t.py", {"test_a": None}, "SEAL", probe=True)
+    assert ", ('x'))" in probe
+
+
+def test_the_grader_decodes_plain_values_and_nothing_else_equals() -> None:
+    assert decode(["d", [[["s", "a"], ["l", [["i", "1"], ["f", "2.5"], None, ["T"]]]]]]) == {"a": [1, 2.5, None, True]}
+    assert decode(["t", [["y", "6869"], ["c", "(1+2j)"]]]) == (b"hi", 1 + 2j)
+    assert decode(["e", [["i", "1"]]]) == {1}
+    for junk in (["?", "Bag"], ["i", "x"], "abc", ["zz", 1], [], ["d", [1]]):
+        opaque = decode(junk)
+        assert opaque != opaque and opaque != {"k": b"v"}, junk
+
+
+def test_the_judge_fails_wrong_and_withheld_values_only() -> None:
+    plan = SealPlan({"t1": SealSite("f::a#0", "x"), "t2": SealSite("f::b#0", [1])}, {"f::a": ("t1",), "f::b": ("t2",)})
+    outcomes = {"f::a": "passed", "f::b": "passed", "f::c": "passed"}
+    ok, why = plan.judge(outcomes, [("f::a", "t1", ["s", "x"]), ("f::b", "t2", ["l", [["i", "1"]]])])
+    assert ok == outcomes and not why
+    bad, why = plan.judge(outcomes, [("f::a", "t1", ["s", "y"]), ("f::c", "zz", ["s", "?"])])
+    assert bad == {"f::a": "failed", "f::b": "failed", "f::c": "passed"} and set(why) == {"f::a", "f::b"}
+    # a forged record with the right value under another test's id proves nothing for the test that withheld it
+    again, _ = plan.judge(outcomes, [("f::c", "t1", ["s", "x"]), ("f::b", "t2", ["l", [["i", "1"]]])])
+    assert again["f::a"] == "failed" and again["f::b"] == "passed"
+
+
+def test_the_ledger_keeps_seal_records() -> None:
+    lines = [json.dumps(r).encode() for r in ({"k": "hello"}, {"k": "seal", "id": "t::a", "t": "x1", "v": ["s", "q"]},
+                                               {"k": "end", "exit": 0, "dur": 0.1})]
+    ledger = Ledger.read(lines)
+    assert ledger.seals == [("t::a", "x1", ["s", "q"])] and not ledger.forged
