@@ -93,7 +93,7 @@ def test_sealed_gradings_pass_the_gold_patch_and_fail_a_wrong_or_missing_value(b
     assert empty.score == 0.0 and empty.fraction == 0.0
     wrong = reward(sealed, sealed.patch.replace("(1, 2)", "(1, 3)"), sandbox=sandbox, trees=trees)
     assert wrong.score == 0.0 and wrong.outcomes[f"{F}::test_pair"] == "failed"
-    assert wrong.outcomes[f"{F}::test_str"] == "passed"
+    assert wrong.outcomes[f"{F}::test_str"] == "passed" and "tampering" not in wrong.flag_names
     # a str subclass that equals everything is recorded as its plain text
     always = "type('W', (str,), {'__eq__': lambda s, o: True, '__hash__': str.__hash__})('abd')"
     forged = reward(sealed, sealed.patch.replace("Word('abc')", always), sandbox=sandbox, trees=trees)
@@ -109,7 +109,7 @@ def test_record_forgers_that_pick_originals_score_zero_on_sealed_tasks(built: tu
     target = Target.from_task(sealed, trees, tmp_path / "ws")
     for name, hole in KNOWN_HOLES.items():
         res = reward(sealed, hole(target), sandbox=SubprocessSandbox(), trees=trees)
-        assert res.score == 0.0, (name, res.detail)
+        assert res.score == 0.0 and {"forged_results", "tampering"} <= set(res.flag_names), (name, res.detail)
         assert all(res.outcomes[n] != "passed" for n in sealed.provenance["seals"]), (name, res.outcomes)
 
 

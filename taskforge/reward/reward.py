@@ -336,17 +336,21 @@ def _score(task: Task, report: TestReport, plan: Any, flags: list[RewardFlag], d
            timings: Mapping[str, float], sealed: SealPlan | None = None) -> RewardResult:
     tests = (*task.fail_to_pass, *task.pass_to_pass)
     sealed = sealed or SealPlan()
+    flags = list(flags)
     ran = {r.nodeid: r.outcome.value for r in report.results}
     confirmed: dict[str, list[str]] = {}
     refuted: dict[str, str] = {}
     if sealed.sites and sealed.probe:
         confirmed = sealed.confirmed(ran, report.seals, task.fail_to_pass)
     elif sealed.sites:  # a test whose sealed value is not its literal, or that skipped its sealed site, failed
+        withheld = sealed.withheld(ran, {(n, t) for n, t, _ in report.seals})
         ran, refuted = sealed.judge(ran, report.seals)
+        if withheld:  # an honest run that passes a test records every sealed value on its way
+            flags += [RewardFlag.FORGED_RESULTS, RewardFlag.TAMPERING]
+            detail = detail or refuted.get(withheld[0], "")
     wanted = set(tests)  # built once: a set per result made this quadratic (idna: 6,441 tests, seconds a grading)
     outcomes = {n: ran.get(n, Outcome.MISSING.value) for n in tests}
     durations = {**dict.fromkeys(tests, 0.0), **{r.nodeid: r.duration for r in report.results if r.nodeid in wanted}}
-    flags = list(flags)
     if report.timed_out:
         flags.append(RewardFlag.TIMEOUT)
         detail = detail or "the test run passed its wall-clock limit"

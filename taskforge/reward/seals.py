@@ -12,8 +12,9 @@ and ``NAME`` (installed by the grading plugin, ``grading_plugin.py``) writes wha
 (``encode``; a subclass of str, int, list... as its base value, anything else as "opaque"), on the records
 channel under the running test's id, and returns. Only the grader's process, outside the sandbox, knows
 which literal each token stands for (``SealPlan``): it fails a test with a recorded value that is not equal
-to its literal, and a test reported "passed" that did not record every sealed site it must have reached. A
-forger must now produce the value itself, which is the task.
+to its literal, and a test reported "passed" that did not record every sealed site it must have reached (the
+grading is then flagged ``forged_results`` and ``tampering``: an honest run that passes a test records every
+value on its way). A forger must now produce the value itself, which is the task.
 
 Which sites a task seals is learnt once, at validation (``probe``): the gold patch's first grading carries
 the literals too (``NAME(got, "TOKEN", LITERAL)``, which checks ``got == LITERAL`` in the process as the
@@ -76,11 +77,17 @@ class SealPlan:
             if not equal(decode(value), site.expected) and out.get(nodeid) in ("passed", "xpassed"):
                 out[nodeid] = "failed"
                 why[nodeid] = f"{nodeid}: the value at a sealed assertion is not the expected one"
-        for nodeid, tokens in self.required.items():
-            if out.get(nodeid) in ("passed", "xpassed") and any((nodeid, t) not in seen for t in tokens):
-                out[nodeid] = "failed"
-                why[nodeid] = f"{nodeid} passed without reaching its sealed assertions"
+        for nodeid in self.withheld(out, seen):
+            out[nodeid] = "failed"
+            why[nodeid] = f"{nodeid} reported passed without the value of its sealed assertion"
         return out, why
+
+    def withheld(self, outcomes: Mapping[str, str], seen: set[tuple[str, str]]) -> list[str]:
+        """Tests reported passed that recorded no value at a site they must reach: every top-level statement
+        of a test that passes runs, and the gold probe saw this one record there, so only code of the run
+        that writes the records (or withholds the value) explains it."""
+        return [n for n, tokens in self.required.items()
+                if outcomes.get(n) in ("passed", "xpassed") and any((n, t) not in seen for t in tokens)]
 
     def confirmed(self, outcomes: Mapping[str, str], records: Iterable[tuple[str, str, Any]],
                   tests: Iterable[str]) -> dict[str, list[str]]:
