@@ -177,3 +177,34 @@ def test_the_ledger_keeps_seal_records() -> None:
                                                {"k": "end", "exit": 0, "dur": 0.1})]
     ledger = Ledger.read(lines)
     assert ledger.seals == [("t::a", "x1", ["s", "q"])] and not ledger.forged
+
+
+@pytest.mark.slow
+def test_validation_records_the_sites_its_gold_grading_confirmed_and_grades_them_sealed(tmp_path: Path) -> None:
+    """The first gold grading of a candidate is a probe; the accepted task keeps the confirmed sites, its forge
+    chance is 0 (a record forger fails the sealed tests), and a grading of it writes no sealed literal."""
+    from generate_fixtures import make_mini_project
+
+    from generators.candidates import Candidate
+    from sandboxes.fakes import HostSandbox
+    from taskforge.core.settings import Settings
+    from taskforge.pipeline.generate import ProfileJob, profile_source
+    from taskforge.validate.steps import CandidateJob, validate_candidate
+
+    src = make_mini_project(tmp_path / "minipkg")
+    settings = Settings.load({"work_dir": str(tmp_path / "work"), "baseline_runs": 2, "battery": False})
+    profile = profile_source(ProfileJob(str(src), settings.to_dict(), sandbox=HostSandbox()))
+    f2p = ("tests/test_stats.py::test_mean_floats", "tests/test_stats.py::test_mean_ints")
+    cand = Candidate("stub:minipkg.stats.mean", "stub", "minipkg.stats.mean", f2p, 1.0, "")
+    res = validate_candidate(CandidateJob(profile.profile_dir, cand, settings.to_dict(), sandbox=HostSandbox()))
+    assert res.task is not None, res.rejected
+    task = res.task
+    assert task.provenance["seals"] == {n: [f"{n}#0"] for n in f2p} and task.provenance["forge_chance"] == 0.0
+    texts, plan = plan_for({"tests/test_stats.py": (src / "tests/test_stats.py").read_text()}, task.fail_to_pass,
+                           task.provenance["seals"], "_tfsX")
+    assert "== 1.0" not in texts["tests/test_stats.py"] and set(plan.required) == set(f2p)
+    from taskforge.validate.worker import load_profile
+
+    trees = DirectoryTrees(load_profile(profile.profile_dir).repo_dir)
+    assert reward(task, task.patch, sandbox=HostSandbox(), trees=trees).score == 1.0
+    assert reward(task, "", sandbox=HostSandbox(), trees=trees).score == 0.0
