@@ -37,8 +37,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-_EQ_CALLS = frozenset({"assertEqual", "assertEquals", "assert_equal", "assertListEqual", "assertTupleEqual",
-                       "assertDictEqual", "assertSetEqual", "assertMultiLineEqual"})
+# unittest's equality assertions, which compare with ``==`` (``numpy.testing.assert_equal`` does not: left out)
+_EQ_CALLS = frozenset({"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual", "assertDictEqual",
+                       "assertSetEqual", "assertMultiLineEqual"})
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 MAX_LITERAL = 100_000  # characters of a literal worth sealing (the record carries the value back)
 
