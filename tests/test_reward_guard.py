@@ -543,3 +543,30 @@ def test_only_an_assertion_that_nothing_but_assertions_follow_is_changed() -> No
     assert values("def test_t():\n    r = f(1)\n    assert r == 'x'\n    s = g(r)\n    with pytest.raises(E):\n"
                   "        h(s)\n    assert s\n") == ["x"]
     assert values("def test_u():\n    assert f(1) == 'x'\n    obj.flag = True\n") == []
+
+
+def test_method_copies_planted_where_a_class_ends_stay_in_the_class(tmp_path: Path) -> None:
+    """A file whose ``TestCase`` class comes last: a copy of one of its methods and a top-level canary can go in
+    at the same line, the class's end. The method must go first; after a top-level function it was that
+    function's nested ``def``, never collected, and the must-fail canary "reported missing"."""
+    import ast
+    import random
+
+    from taskforge.reward.canaries import plant_canaries
+
+    rel = "tests/test_values.py"
+    source = ("import unittest\n\nfrom lib import f, g\n\n\ndef test_a():\n    assert f(1) == 'x1'\n\n\n"
+              "def test_b():\n    assert g() == 7\n\n\nclass TestC(unittest.TestCase):\n    def test_c(self):\n"
+              "        self.assertTrue(f(2))\n")  # no expected literal: no block, copies with a check appended
+    f2p = [f"{rel}::test_a", f"{rel}::TestC::test_c"]
+    for seed in range(60):
+        ws = tmp_path / str(seed)
+        (ws / "tests").mkdir(parents=True)
+        (ws / rel).write_text(source)
+        plan = plant_canaries(ws, [rel], pass_to_pass=[f"{rel}::test_b"], fail_to_pass=f2p, rng=random.Random(seed))
+        tree = ast.parse((ws / rel).read_text())
+        defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        defined |= {f"{c.name}::{m.name}" for c in tree.body if isinstance(c, ast.ClassDef)
+                    for m in c.body if isinstance(m, ast.FunctionDef)}
+        planted = [n.split("::", 1)[1] for n in plan.expect if n.startswith(rel + "::")]
+        assert planted and all(p in defined for p in planted), (seed, planted, (ws / rel).read_text())

@@ -137,7 +137,21 @@ def test_sites_are_top_level_equalities_with_a_literal_before_any_return() -> No
     )
     tree = ast.parse(source)
     found = [tail for tail, *_ in sites(source, tree, ["test_a", "test_b", "test_c", "test_d", "TestE::test_e"])]
-    assert found == ["TestE::test_e#0", "test_a#1", "test_a#2", "test_a#5"]
+    assert found == ["TestE::test_e#0", "test_a#1", "test_a#5"]  # test_a#2: 'lit' was written above it
+
+
+def test_a_value_a_stub_can_produce_without_the_feature_is_not_sealed() -> None:
+    """None, bools, 0/1, empty values and literals the test already wrote (an echo of the argument, an element of
+    the input) are left to the canaries' blocks of changed copies."""
+    source = (
+        "def test_a():\n    assert pluralize('plurals') == 'plurals'\n    assert pluralize('') == ''\n"
+        "    assert mean([1, 2, 3]) == 2\n    assert f() is None\n    assert f() == None\n    assert f() == 1\n"
+        "    assert f() == []\n    x = 'people'\n    assert pluralize('person') == 'people'\n"
+        "    assert pluralize('ox') == 'oxen'\n\n\n"
+        "@pytest.mark.parametrize('w', ['geese'])\ndef test_b(w):\n    assert pluralize('goose') == 'geese'\n"
+    )
+    found = [tail for tail, *_ in sites(source, ast.parse(source), ["test_a", "test_b"])]
+    assert found == ["test_a#9"]
 
 
 def test_a_sealed_statement_keeps_the_code_that_computes_the_value() -> None:
@@ -194,15 +208,15 @@ def test_validation_records_the_sites_its_gold_grading_confirmed_and_grades_them
     src = make_mini_project(tmp_path / "minipkg")
     settings = Settings.load({"work_dir": str(tmp_path / "work"), "baseline_runs": 2, "battery": False})
     profile = profile_source(ProfileJob(str(src), settings.to_dict(), sandbox=HostSandbox()))
-    f2p = ("tests/test_stats.py::test_mean_floats", "tests/test_stats.py::test_mean_ints")
-    cand = Candidate("stub:minipkg.stats.mean", "stub", "minipkg.stats.mean", f2p, 1.0, "")
+    f2p = ("tests/test_textfmt.py::test_title_words",)
+    cand = Candidate("stub:minipkg.textfmt.title_words", "stub", "minipkg.textfmt.title_words", f2p, 1.0, "")
     res = validate_candidate(CandidateJob(profile.profile_dir, cand, settings.to_dict(), sandbox=HostSandbox()))
     assert res.task is not None, res.rejected
     task = res.task
     assert task.provenance["seals"] == {n: [f"{n}#0"] for n in f2p} and task.provenance["forge_chance"] == 0.0
-    texts, plan = plan_for({"tests/test_stats.py": (src / "tests/test_stats.py").read_text()}, task.fail_to_pass,
-                           task.provenance["seals"], "_tfsX")
-    assert "== 1.0" not in texts["tests/test_stats.py"] and set(plan.required) == set(f2p)
+    texts, plan = plan_for({"tests/test_textfmt.py": (src / "tests/test_textfmt.py").read_text()},
+                           task.fail_to_pass, task.provenance["seals"], "_tfsX")
+    assert "Hello Big World" not in texts["tests/test_textfmt.py"] and set(plan.required) == set(f2p)
     from taskforge.validate.worker import load_profile
 
     trees = DirectoryTrees(load_profile(profile.profile_dir).repo_dir)

@@ -611,7 +611,10 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         out: list[str] = list(inserts.get(0, []))
         for idx, line in enumerate(source.splitlines(), start=1):
             out.append(line)
-            out.extend(inserts.get(idx, []))
+            # at the end of a class that ends the file or a top-level statement, method copies go before the
+            # top-level functions: after one, an indented ``def`` is that function's nested one, never collected
+            # (a must-fail copy of a ``TestCase`` method "reported missing": 1 gold grading in ~30 scored 0)
+            out.extend(sorted(inserts.get(idx, []), key=_top_level))
         (workspace / rel).write_text("\n".join(out) + "\n", encoding="utf-8")
         files.append(rel)
     standalone = _standalone_path(workspace, hosts, rng)
@@ -633,6 +636,12 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
     module = write_plugin(workspace, src_root, allowed_plugin_files, strict_eq, template, seal=seal)
     return CanaryPlan(expect=expect, plugin_module=module, files=tuple(files), standalone=standalone,
                       sources=sources, forge_chance=chance)
+
+
+def _top_level(chunk: str) -> bool:
+    """Whether a planted chunk (``"\n" + source``) starts at column 0 (a function, not a method)."""
+    first = next((ln for ln in chunk.splitlines() if ln.strip()), "")
+    return not first[:1].isspace()
 
 
 def _twinnable(hosts: list[tuple[str, str, ast.Module]], f2p: set[str], strict: str) -> list[tuple[str, str]]:

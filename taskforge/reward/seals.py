@@ -25,7 +25,9 @@ plain data, not sealed). ``SealPlan.confirmed`` gives those (test, site) pairs; 
 
 A site is a statement at the top level of the test function's body (it runs exactly once in every run of the
 test that passes), with no ``return`` above it, on lines of its own; its literal is what ``ast.literal_eval``
-reads (strings, bytes, numbers, booleans, None, and lists, tuples, sets and dicts of them).
+reads (strings, bytes, numbers, and lists, tuples, sets and dicts of them), and not a value a stub can produce
+without implementing anything (``_guessable``: None, a bool, 0 or 1, an empty value, or a literal the test
+wrote above it or passes in the call).
 """
 
 from __future__ import annotations
@@ -241,8 +243,34 @@ def sites(source: str, tree: ast.Module, wanted: Iterable[str]) -> list[tuple[st
                 continue
             if isinstance(value, float) and not math.isfinite(value):
                 continue
+            if _guessable(value, [*fn.decorator_list, fn.args, *body[:index], sides[0]]):
+                continue
             found.append((f"{key}#{index}", stmt, sides[0], sides[1]))
     return found
+
+
+def _guessable(value: Any, scope: list[ast.AST]) -> bool:
+    """A value code that does not implement anything can produce: a constant a stub returns (None, a bool, 0,
+    an empty string or collection) or a literal the test already wrote above the assertion or in its call
+    (``assert "plurals" == pluralize("plurals")``: a stub that echoes its argument records it). Such a site
+    is left as it is: its literal stays, and the canaries plant their changed copies around it
+    (``canaries._twins``), which a sealed site would not get. Red team, session 31: a stub that read the
+    expected value off the test's frame, else echoed its argument, scored 1.0 on inflection's pluralize task
+    when its two sealed assertions were ``"" == pluralize("")`` and ``"plurals" == pluralize("plurals")``."""
+    if value is None or isinstance(value, bool) or (type(value) in (int, float) and value in (0, 1)):
+        return True
+    if isinstance(value, str | bytes | list | tuple | dict | set | frozenset) and not value:
+        return True
+    for root in scope:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Constant) or (isinstance(node, ast.List | ast.Tuple | ast.Set | ast.Dict)
+                                                  and _literal(node)):
+                try:
+                    if equal(ast.literal_eval(node), value):
+                        return True
+                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                    continue
+    return False
 
 
 def seal_source(source: str, rel: str, wanted: Mapping[str, Iterable[str] | None], name: str, *,
