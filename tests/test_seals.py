@@ -222,3 +222,18 @@ def test_validation_records_the_sites_its_gold_grading_confirmed_and_grades_them
     trees = DirectoryTrees(load_profile(profile.profile_dir).repo_dir)
     assert reward(task, task.patch, sandbox=HostSandbox(), trees=trees).score == 1.0
     assert reward(task, "", sandbox=HostSandbox(), trees=trees).score == 0.0
+
+
+def test_a_test_method_inherited_from_a_mixin_is_sealed_once_where_it_is_defined() -> None:
+    """cachetools' ``CacheWrapperTest(DecoratorTestMixin, ...)``: the node ids name the subclasses, the assertion
+    lives in the mixin; one sealed statement, required of every subclass's test."""
+    source = ("import unittest\n\n\nclass Mixin:\n    def test_m(self):\n        self.assertEqual(f('a'), 'xa')\n\n\n"
+              "class TestA(Mixin, unittest.TestCase):\n    pass\n\n\n"
+              "class TestB(Mixin, unittest.TestCase):\n    def test_own(self):\n        assert g() == 'gg'\n")
+    found = [tail for tail, *_ in sites(source, ast.parse(source), ["TestA::test_m", "TestB::test_m", "TestB::test_own"])]
+    assert found == ["Mixin::test_m#0", "TestB::test_own#0"]
+    seals = {"t.py::TestA::test_m": ["t.py::Mixin::test_m#0"], "t.py::TestB::test_m": ["t.py::Mixin::test_m#0"]}
+    texts, plan = plan_for({"t.py": source}, list(seals), seals, "SEAL")
+    (token, site), = plan.sites.items()
+    assert site == SealSite("t.py::Mixin::test_m#0", "xa") and "'xa'" not in texts["t.py"]
+    assert plan.required == {"t.py::TestA::test_m": (token,), "t.py::TestB::test_m": (token,)}

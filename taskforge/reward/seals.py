@@ -162,18 +162,39 @@ def equal(got: Any, expected: Any) -> bool:
         return False
 
 
-def units(tree: ast.Module) -> dict[str, ast.FunctionDef]:
-    """Test functions by node-id tail: ``test_x``, ``TestCls::test_x``, ``Outer::Inner::test_x``."""
-    out: dict[str, ast.FunctionDef] = {}
+def units(tree: ast.Module) -> dict[str, tuple[ast.FunctionDef, str]]:
+    """Test functions by node-id tail (``test_x``, ``TestCls::test_x``, ``Outer::Inner::test_x``), each with the
+    tail of where it is defined: a test class of this file inherits the test methods of its bases defined in
+    this file (cachetools' ``CacheWrapperTest(DecoratorTestMixin, ...)``: ``CacheWrapperTest::test_decorator``
+    runs ``DecoratorTestMixin::test_decorator``), first base first, as the MRO finds them."""
+    out: dict[str, tuple[ast.FunctionDef, str]] = {}
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
 
-    def walk(body: list[ast.stmt], prefix: str) -> None:
+    def methods(cls: ast.ClassDef, seen: frozenset[str]) -> dict[str, tuple[ast.FunctionDef, str]]:
+        own: dict[str, tuple[ast.FunctionDef, str]] = {}
+        for base in cls.bases:
+            name = base.id if isinstance(base, ast.Name) else ""
+            if name in classes and name not in seen:
+                for k, v in methods(classes[name], seen | {name}).items():
+                    own.setdefault(k, v)
+        for n in cls.body:
+            if isinstance(n, _FUNCS) and n.name.startswith("test"):
+                own[n.name] = (n, f"{cls.name}::{n.name}")  # type: ignore[assignment]
+        return own
+
+    def walk(body: list[ast.stmt], prefix: str, top: bool) -> None:
         for n in body:
             if isinstance(n, _FUNCS) and n.name.startswith("test"):
-                out[prefix + n.name] = n  # type: ignore[assignment]
+                out[prefix + n.name] = (n, prefix + n.name)  # type: ignore[assignment]
             elif isinstance(n, ast.ClassDef):
-                walk(n.body, f"{prefix}{n.name}::")
+                if top:
+                    for name, (fn, home) in methods(n, frozenset({n.name})).items():
+                        out[f"{n.name}::{name}"] = (fn, home)
+                    walk([c for c in n.body if isinstance(c, ast.ClassDef)], f"{n.name}::", False)
+                else:
+                    walk(n.body, f"{prefix}{n.name}::", False)
 
-    walk(tree.body, "")
+    walk(tree.body, "", True)
     return out
 
 
@@ -218,9 +239,12 @@ def sites(source: str, tree: ast.Module, wanted: Iterable[str]) -> list[tuple[st
     lines = source.splitlines()
     found = []
     table = units(tree)
+    homes: dict[str, ast.FunctionDef] = {}  # where each wanted test is defined: an inherited one, once
     for key in sorted(set(wanted)):
-        fn = table.get(key)
-        if fn is None or any(isinstance(n, ast.Yield | ast.YieldFrom) for n in ast.walk(fn)):
+        if key in table:
+            homes.setdefault(table[key][1], table[key][0])
+    for key, fn in sorted(homes.items()):
+        if any(isinstance(n, ast.Yield | ast.YieldFrom) for n in ast.walk(fn)):
             continue
         body = fn.body
         for index, stmt in enumerate(body):
