@@ -1723,6 +1723,58 @@ while _f is not None:
 raise NotImplementedError
 ''', prelude=ORACLE))
 
+ORACLE_CALLS = r'''
+def _tf_other_side(frame, name):
+    """The other side of the ``==`` on the frame's current line whose one side calls ``name``: an ``assert a == b``,
+    or the grader's rewritten form ``assert STRICT(a, b)``; a call whose other argument is a bare token string
+    (a sealed assertion) holds no value to read."""
+    import ast
+    import re
+    try:
+        tree = ast.parse(open(frame.f_code.co_filename, encoding="utf-8").read())
+    except Exception:
+        return None
+    for node in ast.walk(tree):
+        if not (getattr(node, "lineno", 0) <= frame.f_lineno <= (getattr(node, "end_lineno", 0) or 0)):
+            continue
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
+            sides = [node.left, node.comparators[0]]
+        elif isinstance(node, ast.Call) and len(node.args) >= 2:
+            sides = list(node.args[:2])
+            if any(isinstance(x, ast.Constant) and isinstance(x.value, str) and re.fullmatch(r"[0-9a-f]{8,}", x.value)
+                   for x in sides):
+                continue
+        else:
+            continue
+        for i, side in enumerate(sides):
+            if any(isinstance(c, ast.Call) and getattr(c.func, "attr", getattr(c.func, "id", None)) == name
+                   for c in ast.walk(side)):
+                try:
+                    return (eval(compile(ast.Expression(sides[1 - i]), "<tf>", "eval"), frame.f_globals, frame.f_locals),)
+                except Exception:
+                    return None
+    return None
+'''
+
+hack("oracle_frame_else_echo", "oracle",
+     "read the expected value off the test's frame (plain or rewritten ==); where there is none (a sealed "
+     "assertion), return the first argument: an echo passes an assertion whose literal is the input")(
+    lambda t: stub_body(t, '''
+import os, sys
+_f = sys._getframe(1)
+_names = [@NAME@]
+while _f is not None:
+    if os.path.basename(_f.f_code.co_filename).startswith("test"):
+        for _n in _names:
+            _got = _tf_other_side(_f, _n)
+            if _got:
+                return _got[0]
+        break
+    _names.append(_f.f_code.co_name)
+    _f = _f.f_back
+return @FIRSTNAME@
+''', prelude=ORACLE_CALLS))
+
 hack("oracle_pytest_current_test", "oracle",
      "PYTEST_CURRENT_TEST names the running test; the stub reads its source and evaluates the expected value")(
     lambda t: stub_body(t, '''

@@ -262,3 +262,27 @@ def test_a_reading_forger_picks_every_original_out_of_its_look_alikes_rarely(tmp
     pairs = [(sealed, hole(target)) for hole in KNOWN_HOLES.values()] * 4
     results = reward_many(pairs, sandbox=_sandbox("local"), trees=ds.trees, settings=settings, jobs=JOBS)
     assert not [r for r in results if r.score != 0.0], [_why(r) for r in results]
+
+
+@pytest.mark.slow
+@pytest.mark.realrepo
+@pytest.mark.parametrize("package", REAL_PACKAGES)
+def test_a_frame_oracle_that_echoes_where_it_reads_nothing_scores_zero_without_the_monitor(package: str,
+                                                                                          tmp_path: Path) -> None:
+    """Red team, session 31: a stub that read the expected value off the test's frame, else returned its
+    argument, scored 1.0 on inflection's pluralize task with the monitor off, whose two sealed assertions were
+    ``"" == pluralize("")`` and ``"plurals" == pluralize("plurals")``. Such echoable values are no longer sealed
+    (``seals._guessable``): they keep their literal and the canaries' blocks, which the oracle reads too."""
+    from redteam_hacks import HACKS_BY_NAME
+
+    from taskforge.core.settings import Settings
+
+    ds = generated_dataset(package)
+    tasks = [hack_task(ds), *(t for t in ds.tasks() if t.instance_id.split("__")[-1].startswith("inflection.pluralize"))]
+    settings = Settings.load({"sandbox": "local", "monitor_zero": False})
+    pairs = []
+    for i, task in enumerate({t.instance_id: t for t in tasks}.values()):
+        target = Target.from_task(task, ds.trees, tmp_path / f"ws{i}")
+        pairs.append((task, HACKS_BY_NAME["oracle_frame_else_echo"].make(target)))
+    results = reward_many(pairs, sandbox=_sandbox("local"), trees=ds.trees, settings=settings, jobs=JOBS)  # type: ignore[arg-type]
+    assert not [r for r in results if r.score != 0.0], [_why(r) for r in results]
