@@ -395,10 +395,11 @@ class _Validation:
             if weak and not self.seals:
                 return self.reject(RejectReason.WEAKLY_GUARDED, _weak_guard_detail(chance)
                                    + "; no sealed assertion held on the gold patch")
-            task = dataclasses.replace(task, provenance={**task.provenance, "forge_chance": 0.0 if self.seals
-                                                         else chance, **({"seals": {n: list(v) for n, v in
-                                                                                    self.seals.items()}}
-                                                                         if self.seals else {})})
+            # forge_chance: of the reward path (0 with a sealed assertion); canary_forge_chance: of the canaries
+            # alone, what a grader that seals nothing gives (the exported Harbor verifier)
+            task = dataclasses.replace(task, provenance={
+                **task.provenance, "forge_chance": 0.0 if self.seals else chance, "canary_forge_chance": chance,
+                **({"seals": {n: list(v) for n, v in self.seals.items()}} if self.seals else {})})
             if self.settings.battery:  # part of the contract: naive mode pays for it too
                 battery = self._battery(task)
                 t = self.lap("battery", t)
