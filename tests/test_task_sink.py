@@ -70,3 +70,39 @@ def test_deadline_and_stop_reason() -> None:
         Deadline(at=0.0, minutes=2).check()
     assert stop_reason(info.value) == "time cap of 2 min reached"
     assert stop_reason(KeyboardInterrupt()) == "SIGINT (Ctrl-C)"
+
+
+def test_a_candidate_stopped_while_its_cleanup_fails_is_undecided_not_an_internal_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """cattrs 26.2 at its CPU cap: the stop unwound through the candidate's workspace, whose removal failed (a
+    test was still writing into it), and that ``OSError`` became the candidate's verdict, ``internal_error``,
+    journaled, never retried. The stop goes on; a plain bug of ours is still an ``internal_error``."""
+    from types import SimpleNamespace
+
+    from taskforge.validate import steps
+
+    class Stopped:
+        def __init__(self, job: Any) -> None:
+            pass
+
+        def run(self) -> Any:
+            try:
+                raise RunStopped("SIGTERM")
+            finally:
+                raise OSError(39, "Directory not empty", "examples")
+
+        def cleanup(self) -> None:
+            pass
+
+    job = SimpleNamespace(candidate=SimpleNamespace(candidate_id="stub:x.f"))
+    monkeypatch.setattr(steps, "_Validation", Stopped)
+    with pytest.raises(RunStopped):
+        steps.validate_candidate(job)  # type: ignore[arg-type]
+
+    class Broken(Stopped):
+        def run(self) -> Any:
+            raise OSError(2, "No such file")
+
+    monkeypatch.setattr(steps, "_Validation", Broken)
+    res = steps.validate_candidate(job)  # type: ignore[arg-type]
+    assert res.rejected is not None and res.rejected.reason.value == "internal_error"

@@ -109,6 +109,9 @@ def validate_candidate(job: CandidateJob) -> CandidateResult:
         validation = _Validation(job)
         return validation.run()
     except Exception as exc:  # one candidate never aborts a run
+        stopped = _stop_behind(exc)
+        if stopped is not None:  # the run is stopping: this candidate is undecided (a resumed run retries it)
+            raise stopped from exc
         detail = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
         return CandidateResult(job.candidate.candidate_id,
                                Rejected(job.candidate.candidate_id, RejectReason.INTERNAL_ERROR,
@@ -117,6 +120,22 @@ def validate_candidate(job: CandidateJob) -> CandidateResult:
     finally:
         if validation is not None:
             validation.cleanup()
+
+
+def _stop_behind(exc: BaseException) -> BaseException | None:
+    """The ``RunStopped`` that ``exc`` was raised while handling, if any: cattrs 26.2's candidate in flight at
+    the CPU cap failed to remove its workspace (a test was still writing into it) as the stop unwound, and the
+    ``OSError`` of that cleanup hid the stop, so the candidate was journaled as ``internal_error``."""
+    from taskforge.pipeline.stopping import RunStopped
+
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, RunStopped):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__context__
+    return None
 
 
 class _Validation:
