@@ -570,3 +570,25 @@ def test_method_copies_planted_where_a_class_ends_stay_in_the_class(tmp_path: Pa
                     for m in c.body if isinstance(m, ast.FunctionDef)}
         planted = [n.split("::", 1)[1] for n in plan.expect if n.startswith(rel + "::")]
         assert planted and all(p in defined for p in planted), (seed, planted, (ws / rel).read_text())
+
+
+def test_a_test_that_may_pass_only_once_per_process_gets_no_must_pass_copy(tmp_path: Path) -> None:
+    """prettytable 3.19's ``TestDeprecations::test_function`` checks that importing ``OptionsType`` warns; the
+    module's lazy ``__getattr__`` warns once, so a must-pass copy running after it failed (``canary_failed`` on
+    the gold patch, 1 grading in 6). Tests that import in their body or expect a warning are not copied."""
+    import random
+
+    from taskforge.reward.canaries import plant_canaries
+
+    rel = "tests/test_p.py"
+    source = ("import pytest\n\nfrom lib import f\n\n\ndef test_once():\n    with pytest.deprecated_call():\n"
+              "        from lib import Old\n\n\ndef test_import():\n    import lib.sub\n    assert lib.sub\n\n\n"
+              "def test_plain():\n    assert f(1)\n\n\ndef test_hidden():\n    assert f(2) == 'x2'\n")
+    p2p = [f"{rel}::test_once", f"{rel}::test_import", f"{rel}::test_plain"]
+    for seed in range(30):
+        ws = tmp_path / str(seed)
+        (ws / "tests").mkdir(parents=True)
+        (ws / rel).write_text(source)
+        plan = plant_canaries(ws, [rel], pass_to_pass=p2p, fail_to_pass=[f"{rel}::test_hidden"], rng=random.Random(seed))
+        copied = [src for n, src in plan.sources.items() if plan.expect[n] == "pass" and n.startswith(rel)]
+        assert all("deprecated_call" not in c and "import lib.sub" not in c for c in copied), copied

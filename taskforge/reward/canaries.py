@@ -494,6 +494,24 @@ def _units_of(source: str) -> tuple[dict[str, tuple[ast.FunctionDef, list[int]]]
     return units, frozenset(k for k, (fn, _) in units.items() if _ends_on_its_own(fn))
 
 
+_WARNS = frozenset({"warns", "deprecated_call", "assertWarns", "assertWarnsRegex", "catch_warnings"})
+
+
+def _first_time_only(fn: ast.FunctionDef) -> bool:
+    """A test that may pass only the first time it runs in a process: it imports inside its body (a module's
+    lazy ``__getattr__`` runs, warns and caches once) or expects a warning (one shown once per place). A
+    must-pass copy of it runs second: prettytable 3.19's ``test_function`` checks that importing
+    ``OptionsType`` warns, and its copy failed (1 gold grading in 6 of a task scored 0, ``canary_failed``)."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            return True
+        if isinstance(node, ast.Call):
+            func = node.func
+            if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in _WARNS:
+                return True
+    return False
+
+
 def _names_itself(fn: ast.FunctionDef) -> bool:
     """Whether the body of ``fn`` mentions its own name: a renamed copy then behaves otherwise (typeguard's
     ``TestSelf`` tests match error messages holding ``TestSelf.test_x.<locals>.Foo``; a must-pass copy
@@ -550,7 +568,8 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         f2p_ids = {n.split("::", 1)[1].split("[")[0] for n in f2p if n.startswith(rel + "::")}
         p2p_ids = {n.split("::", 1)[1].split("[")[0] for n in p2p if n.startswith(rel + "::")}
         passing = [k for k, (fn, _) in sorted(units.items()) if k in p2p_ids and k not in f2p_ids
-                   and not fn.decorator_list and k not in ends_alone and not _names_itself(fn)]
+                   and not fn.decorator_list and k not in ends_alone and not _names_itself(fn)
+                   and not _first_time_only(fn)]
         open_ended = [k for k in sorted(units) if k not in ends_alone]
         # the stub's callers first, else another requested test: a unit nobody asked for may never run here
         # (attrs' ``TestReplace`` is skipped below Python 3.13: a canary copied into it reported skipped,
