@@ -42,6 +42,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from generators import cst_edit
 from generators.static_index import StaticIndex
 from taskforge.core.entities import EntityKind
+from taskforge.core.test_homes import test_homes
 
 TestPath = tuple[str, ...]  # ("TestClass", "test_method") or ("test_function",)
 
@@ -444,74 +445,17 @@ def _src_roots(repo_root: Path) -> list[Path]:
 
 def _follow_imports(repo_root: Path, wanted: dict[str, set[TestPath]]) -> dict[tuple[str, TestPath], str]:
     """Move each wanted test whose class or function its file does not define, but imports from another
-    file of the repository (by name, or ``*``), to that file: ``{(defining file, path): collected id}``."""
+    file of the repository (by name, or ``*``), to that file (``taskforge.core.test_homes``):
+    ``{(defining file, path): collected id}``."""
+    ids = [f"{rel}::{'::'.join(p)}" for rel in sorted(wanted) for p in sorted(wanted[rel])]
     moved: dict[tuple[str, TestPath], str] = {}
-    for rel in sorted(wanted):
-        path = repo_root / rel
-        if not path.is_file() or not wanted[rel]:
-            continue
-        text = path.read_bytes().decode("utf-8", errors="replace")
-        try:
-            scan = _scan(text)
-        except cst.ParserSyntaxError:
-            continue
-        top = {d.path[0] for d in scan.defs}
-        for p in sorted(wanted[rel]):
-            if p[0] in top:
-                continue
-            target = _defining_file(repo_root, rel, text, p[0])
-            if target is None or target == rel:
-                continue
-            wanted[rel].discard(p)
-            wanted[target].add(p)
-            moved[(target, p)] = f"{rel}::{'::'.join(p)}"
+    for collected, home in test_homes(repo_root, ids).moved.items():
+        rel, target = collected.split("::", 1)[0], home.split("::", 1)[0]
+        p = tuple(collected.split("::")[1:])
+        wanted[rel].discard(p)
+        wanted[target].add(p)
+        moved[(target, p)] = collected
     return moved
-
-
-def _defining_file(repo_root: Path, rel: str, text: str, name: str) -> str | None:
-    """The repository file that defines ``name`` at its top level, as imported into the module ``rel``
-    (``from .test_cache import TestCache``, ``from tests.test_parser import *``); None when not so."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
-    here = Path(rel).parent
-    for node in _top_statements(tree.body):
-        if not isinstance(node, ast.ImportFrom) or not any(a.name in (name, "*") and a.asname is None
-                                                           for a in node.names):
-            continue
-        parts = (node.module or "").split(".") if node.module else []
-        bases = [here.joinpath(*[".."] * (node.level - 1))] if node.level else [Path(), here]
-        for base in bases:
-            for cand in (base.joinpath(*parts).with_suffix(".py") if parts else None,
-                         base.joinpath(*parts, "__init__.py")):
-                if cand is None:
-                    continue
-                try:
-                    target = (repo_root / cand).resolve().relative_to(repo_root.resolve())
-                except ValueError:  # outside the repository
-                    continue
-                file = repo_root / target
-                if not file.is_file():
-                    continue
-                try:
-                    defined = {d.path[0] for d in _scan(file.read_bytes().decode("utf-8", errors="replace")).defs
-                               if len(d.path) == 1 and not d.is_assign}
-                except cst.ParserSyntaxError:
-                    continue
-                if name in defined:
-                    return target.as_posix()
-    return None
-
-
-def _top_statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
-    """A module's top-level statements, those in a top-level ``try``/``if`` included."""
-    for node in body:
-        yield node
-        if isinstance(node, ast.Try | ast.If):
-            for block in (node.body, node.orelse, getattr(node, "finalbody", []),
-                          *(h.body for h in getattr(node, "handlers", []))):
-                yield from _top_statements(block)
 
 
 def _test_import_edits(index: StaticIndex, deleted: set[str]) -> dict[str, dict[int, frozenset[str]]]:

@@ -584,8 +584,10 @@ def test_exported_task_holds_the_verifier_and_runner(tmp_path: Path) -> None:
     assert (tests / "harbor_records.py").read_bytes() == records.read_bytes()
     protected = Path(__file__).resolve().parents[1] / "taskforge" / "reward" / "protected.py"
     assert (tests / "harbor_protected.py").read_bytes() == protected.read_bytes()
+    homes = Path(__file__).resolve().parents[1] / "taskforge" / "core" / "test_homes.py"
+    assert (tests / "harbor_test_homes.py").read_bytes() == homes.read_bytes()  # harbor_canaries imports it
     for name in ("run_tests.py", "harbor_workspace.py", "harbor_run.py", "harbor_canaries.py", "harbor_records.py",
-                 "harbor_protected.py"):
+                 "harbor_protected.py", "harbor_test_homes.py"):
         assert "import taskforge" not in (tests / name).read_text() and "from taskforge" not in (tests / name).read_text()
     assert "network_mode: none" in (task_dir / "environment" / "docker-compose.yaml").read_text()
     assert "network_mode: none" in (tests / "docker-compose.yaml").read_text()

@@ -18,7 +18,6 @@ CLI in a child process, so a grader they kill fails their test only.
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import os
 import re

@@ -59,6 +59,7 @@ from taskforge.core.files import BYTECODE_SUFFIXES, SKIP_DIRS
 from taskforge.core.patches import apply
 from taskforge.core.settings import Settings
 from taskforge.core.task import Task
+from taskforge.core.test_homes import test_homes
 from taskforge.dataset import harbor_files
 from taskforge.dataset.manifest import sha256_file
 from taskforge.dataset.reader import Dataset
@@ -85,6 +86,7 @@ VERIFIER_FILES = {"run_tests.py": "taskforge.dataset.harbor_verifier",
                   "harbor_workspace.py": "taskforge.dataset.harbor_workspace",
                   "harbor_run.py": "taskforge.dataset.harbor_run",
                   "harbor_canaries.py": "taskforge.reward.canaries",
+                  "harbor_test_homes.py": "taskforge.core.test_homes",
                   "harbor_records.py": "sandboxes.runner.records",
                   "harbor_protected.py": "taskforge.reward.protected",
                   "grading_plugin.py": "taskforge.reward.grading_plugin",
@@ -247,8 +249,8 @@ def export_task(ds: Dataset, task: Task, dest: Path, options: HarborOptions) -> 
 
         # the hidden tests' ``assert A == B`` made strict (``taskforge.reward.strict_asserts``); the verifier
         # names the strict equality afresh for every grading
-        strict_files = sorted(f for f in {n.split("::")[0] for n in task.fail_to_pass}
-                              if f in owned and f.endswith(".py"))
+        strict_files = sorted(f for f in {n.split("::")[0] for n in test_homes(original, task.fail_to_pass)
+                                          .homes(task.fail_to_pass)} if f in owned and f.endswith(".py"))
         protected_tree = tmp / "protected"
         for rel in sorted(owned):
             (protected_tree / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -82,7 +82,9 @@ def _run_tests(cfg: dict, ws: Path, scratch: Path, python: str, tests_dir: Path,
     strict = _name_strict_equality(cfg, ws)
     ini_name = f".tfgrade-{secrets.token_hex(4)}.ini"
     (ws / ini_name).write_text(cfg["clean_ini"], encoding="utf-8")
-    hidden = sorted(f for f in {n.split("::")[0] for n in cfg["fail_to_pass"]} if (ws / f).is_file())
+    # the files that define the hidden tests (``taskforge.core.test_homes``: may differ from where pytest collects them)
+    homes = canaries.test_homes(ws, cfg["fail_to_pass"])
+    hidden = sorted(f for f in {n.split("::")[0] for n in homes.homes(cfg["fail_to_pass"])} if (ws / f).is_file())
     src_root = next((r for r in cfg.get("src_roots", ["."]) if (ws / r).is_dir()), ".")
     plan = canaries.plant_canaries(ws, hidden, pass_to_pass=cfg["pass_to_pass"], fail_to_pass=cfg["fail_to_pass"],
                                    template=(tests_dir / "grading_plugin.py").read_text(encoding="utf-8"),

@@ -48,6 +48,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+if __package__:  # imported from the repository (taskforge.reward)
+    from ..core.test_homes import test_homes
+else:  # a Harbor verifier's tests/harbor_canaries.py: its sibling, on the path the verifier set
+    from harbor_test_homes import test_homes  # type: ignore[no-redef]
+
 _PLUGIN_TEMPLATE = Path(__file__).with_name("grading_plugin.py")
 PLACEHOLDER = '"__TASKFORGE_GRADING_CONFIG__"'
 _WORDS = ("basic", "empty", "unicode", "roundtrip", "default", "nested", "single", "multiple", "edge",
@@ -535,9 +540,15 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
     ``template``: the grading plugin's source (default: ``grading_plugin.py`` next to this file).
     """
     rng = rng or random.Random(secrets.randbits(64))
-    p2p, f2p = set(pass_to_pass), set(fail_to_pass)
+    # tests collected in one file but defined in another are planted around at home, and the copies run under
+    # the collected file's name, as the originals do (``taskforge.core.test_homes``: lark's tests/__main__.py)
+    known = (*fail_to_pass, *pass_to_pass)
+    homes = test_homes(workspace, known)
+    p2p, f2p = set(homes.homes(pass_to_pass)), set(homes.homes(fail_to_pass))
+    away = {n.split("::", 1)[0] for n in homes.moved} - {n.split("::", 1)[0] for n in fail_to_pass
+                                                          if n not in homes.moved}
     hosts: list[tuple[str, str, ast.Module]] = []
-    for rel in sorted(set(hidden_files)):
+    for rel in sorted((set(hidden_files) - away) | {n.split("::", 1)[0] for n in f2p}):
         path = workspace / rel
         if path.suffix != ".py" or not path.is_file() or path.is_symlink():
             continue
@@ -558,7 +569,7 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
     files: list[str] = []
     standalone_wants = list(outcomes[n_inline:])
     chance = 1.0
-    twinnable = _twinnable(hosts, f2p, strict_eq)
+    twinnable = _twinnable(hosts, f2p, strict_eq, homes.loose())
     drawn = sorted(twinnable)
     rng.shuffle(drawn)
     blocked = set(drawn[:TWIN_BLOCKS])
@@ -653,6 +664,9 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
     (workspace / standalone).write_text("\n\n".join(chunks), encoding="utf-8")
     files.append(standalone)
     module = write_plugin(workspace, src_root, allowed_plugin_files, strict_eq, template, seal=seal)
+    if homes.moved:
+        expect = {c: want for n, want in expect.items() for c in homes.collected(n, known)}
+        sources = {c: text for n, text in sources.items() for c in homes.collected(n, known)}
     return CanaryPlan(expect=expect, plugin_module=module, files=tuple(files), standalone=standalone,
                       sources=sources, forge_chance=chance)
 
@@ -663,14 +677,17 @@ def _top_level(chunk: str) -> bool:
     return not first[:1].isspace()
 
 
-def _twinnable(hosts: list[tuple[str, str, ast.Module]], f2p: set[str], strict: str) -> list[tuple[str, str]]:
+def _twinnable(hosts: list[tuple[str, str, ast.Module]], f2p: set[str], strict: str,
+               loose: frozenset[tuple[str, str]] = frozenset()) -> list[tuple[str, str]]:
     """(file, unit key) of every FAIL_TO_PASS test that can have a block: one that does not end on its own
-    and has an expected literal (``_sites``)."""
+    and has an expected literal (``_sites``); not a ``loose`` one (``Homes.loose``: its copies would run under
+    another file's name than it)."""
     out = []
     for rel, source, _ in hosts:
         units, ends_alone = _units_of(source)
         ids = {n.split("::", 1)[1].split("[")[0] for n in f2p if n.startswith(rel + "::")}
-        out += [(rel, k) for k in sorted(units) if k in ids and k not in ends_alone and _sites(units[k][0], strict)]
+        out += [(rel, k) for k in sorted(units) if k in ids and k not in ends_alone and (rel, k) not in loose
+                and _sites(units[k][0], strict)]
     return out
 
 
@@ -712,20 +729,22 @@ def _twins(source: str, fn: ast.FunctionDef, key: str, rel: str, rng: random.Ran
     return 1.0 / (len(copies) + 1)
 
 
-def forge_chance(files: Mapping[str, str], fail_to_pass: Iterable[str], strict: str = "") -> float:
+def forge_chance(files: Mapping[str, str], fail_to_pass: Iterable[str], strict: str = "",
+                 loose: frozenset[tuple[str, str]] = frozenset()) -> float:
     """The chance, for gradings of a task whose hidden test files are ``files`` (path -> text, in the form
     they are graded: ``strict`` names the strict equality), that a forger who passes exactly one member of
     each block of look-alikes (and what the stub ran, and nothing that fails on its own) picks every original:
     the product over the blocks a grading plants (``plant_canaries``; with the blocks drawn from more than
     ``TWIN_BLOCKS`` tests, the first ``TWIN_BLOCKS`` in sorted order stand for any draw). 1.0: no FAIL_TO_PASS
-    test has an expected literal, and such a forger passes every grading."""
+    test has an expected literal, and such a forger passes every grading. ``fail_to_pass``: the ids at home
+    (``taskforge.core.test_homes``); ``loose``: as ``Homes.loose`` gives."""
     hosts = []
     for rel, text in sorted(files.items()):
         try:
             hosts.append((rel, text, _parse(text)))
         except (SyntaxError, ValueError):
             continue
-    blocks = _twinnable(hosts, set(fail_to_pass), strict)[:TWIN_BLOCKS]
+    blocks = _twinnable(hosts, set(fail_to_pass), strict, loose)[:TWIN_BLOCKS]
     count = _copies_per_block(len(blocks))
     rng = random.Random(0)
     chance = 1.0

@@ -38,6 +38,7 @@ from taskforge.core.errors import PatchError, TaskforgeError
 from taskforge.core.patches import apply
 from taskforge.core.settings import Settings
 from taskforge.core.task import Task
+from taskforge.core.test_homes import test_homes
 from taskforge.core.testreport import Outcome, ReportFlag, TestReport
 from taskforge.reward.canaries import plant_canaries, write_plugin
 from taskforge.reward.monitor import scan_patch
@@ -237,7 +238,9 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path, rng: rand
         return _result(task, [RewardFlag.GRADER_ERROR], str(exc), {})
     spec = task.env_spec
     tests = (*task.fail_to_pass, *task.pass_to_pass)
-    test_files = {n.split("::")[0] for n in tests}
+    # what reads or rewrites a hidden test works on the file that defines it (``taskforge.core.test_homes``)
+    homes = test_homes(original, tests)
+    test_files = {n.split("::")[0] for n in (*tests, *homes.moved.values())}
     plugins = plugin_modules(original, spec.src_roots)
     protected = ProtectedPaths(test_dirs=spec.test_paths, src_roots=spec.src_roots,
                                extra=frozenset(_patch_paths(task.test_patch) | test_files | plugins
@@ -266,7 +269,7 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path, rng: rand
     ini = original_ini(workspace)
     ini_name = f".tfgrade-{secrets.token_hex(4)}.ini"
     write_clean_ini(ini, workspace / ini_name)
-    hidden = sorted(f for f in {n.split("::")[0] for n in task.fail_to_pass} if (workspace / f).is_file())
+    hidden = sorted(f for f in {n.split("::")[0] for n in homes.homes(task.fail_to_pass)} if (workspace / f).is_file())
     src_root = next((r for r in spec.src_roots if (workspace / r).is_dir()), ".")
     strict = f"_tfq{rng.getrandbits(40):010x}" if rng is not None else f"_tfq{secrets.token_hex(5)}"
     originals = {rel: (workspace / rel).read_text(encoding="utf-8") for rel in hidden}
@@ -284,7 +287,7 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path, rng: rand
         sealed_texts: Mapping[str, str] = {}
         if seal and (seal_probe or (isinstance(seals, Mapping) and seals)):  # expected values kept out of the run
             seal_name = f"_tfs{secrets.token_hex(5)}"
-            sealed_texts, sealed = plan_for(originals, task.fail_to_pass, seals if not seal_probe else None,
+            sealed_texts, sealed = plan_for(originals, homes.homes(task.fail_to_pass), seals if not seal_probe else None,
                                             seal_name, probe=seal_probe)
         for rel in hidden:  # ``assert a == b`` an always-equal object cannot pass (taskforge.reward.strict_asserts)
             text = sealed_texts.get(rel, originals[rel])

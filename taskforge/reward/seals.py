@@ -344,7 +344,7 @@ def plan_for(files: Mapping[str, str], fail_to_pass: Iterable[str], seals: Mappi
             rel, _, rest = nodeid.partition("::")
             wanted.setdefault(rel, {})[rest.split("[", 1)[0]] = None
     else:
-        for nodeid, site_ids in (seals or {}).items():
+        for site_ids in (seals or {}).values():
             for site in site_ids:
                 rel, _, tail = str(site).partition("::")
                 unit = tail.split("#", 1)[0]

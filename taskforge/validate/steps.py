@@ -79,6 +79,7 @@ from taskforge.core.files import copy_ignore
 from taskforge.core.outcomes import Accepted, Rejected, RejectReason
 from taskforge.core.settings import Settings
 from taskforge.core.task import Task, ValidationRun
+from taskforge.core.test_homes import test_homes
 from taskforge.core.testreport import ReportFlag
 from taskforge.reward.canaries import forge_chance
 from taskforge.reward.result import ZEROING_FLAGS, RewardFlag, RewardResult
@@ -489,15 +490,17 @@ class _Validation:
 
     def _forge_chance(self, task: Task, original: Mapping[str, str | None]) -> float:
         """``canaries.forge_chance`` of the task's hidden test files, in the strict form they are graded in."""
+        homes = test_homes(Path(self.profile.repo_dir), task.fail_to_pass)
+        f2p = homes.homes(task.fail_to_pass)
         files: dict[str, str] = {}
-        for rel in sorted({n.split("::", 1)[0] for n in task.fail_to_pass}):
+        for rel in sorted({n.split("::", 1)[0] for n in f2p}):
             text = original.get(rel)
             path = Path(self.profile.repo_dir) / rel
             if text is None and path.is_file():
                 text = path.read_text(encoding="utf-8", errors="replace")
             if text is not None:
                 files[rel] = strict_source(text, _STRICT_NAME)
-        return forge_chance(files, task.fail_to_pass, _STRICT_NAME)
+        return forge_chance(files, f2p, _STRICT_NAME, homes.loose())
 
     def _sealable(self, task: Task, original: Mapping[str, str | None]) -> bool:
         """Whether a FAIL_TO_PASS test has an assertion the gold grading can seal (``reward.seals.sites``)."""
@@ -506,7 +509,7 @@ class _Validation:
         from taskforge.reward.seals import sites
 
         by_file: dict[str, set[str]] = {}
-        for n in task.fail_to_pass:
+        for n in test_homes(Path(self.profile.repo_dir), task.fail_to_pass).homes(task.fail_to_pass):
             rel, _, rest = n.partition("::")
             by_file.setdefault(rel, set()).add(rest.split("[", 1)[0])
         for rel, keys in by_file.items():

@@ -1,0 +1,126 @@
+"""Tests pytest collects in one file but another file defines are guarded where they are defined.
+
+lark 1.3.1 collects every test through tests/__main__.py (``python_files = "__main__.py"``, which imports every
+test class). Reading the hidden tests by the collected file found no test there: no changed copies, no sealed
+assertion, no strict equality, and every one of lark's candidates whose tests had an expected literal was
+rejected ``weakly_guarded`` (236 of 767 decided, 0 tasks, session 31). ``taskforge.core.test_homes`` finds the
+defining file; the guards work there and the planted copies run under the collected file's name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+from redteam_hacks import KNOWN_HOLES, Target
+from reward_fixtures import git, write_tree
+
+from sandboxes.fakes import SubprocessSandbox
+from taskforge.core.environment import EnvSpec
+from taskforge.core.task import Difficulty, Task
+from taskforge.core.test_homes import test_homes as homes_of
+from taskforge.reward.canaries import forge_chance, plant_canaries
+from taskforge.reward.reward import reward
+from taskforge.reward.workspace import DirectoryTrees
+
+WORDS = ("import unittest\n\nfrom mainlib import join, count\n\n\n"
+         "class TestWords(unittest.TestCase):\n"
+         "    def test_join(self):\n        self.assertEqual(join(['a', 'b']), 'a-b')\n\n"
+         "    def test_join_three(self):\n        got = join(['x', 'y', 'z'])\n        assert got == 'x-y-z'\n\n"
+         "    def test_count(self):\n        self.assertEqual(count('abcd'), 4)\n\n"
+         "    def test_count_more(self):\n        self.assertEqual(count('abcdef'), 6)\n")
+MAINLIB = {
+    "mainlib/__init__.py": "from mainlib.words import join, count\n",
+    "mainlib/words.py": "def join(parts):\n    return '-'.join(parts)\n\n\ndef count(s):\n    return len(s)\n",
+    "tests/__init__.py": "",
+    "tests/__main__.py": "import unittest\n\nfrom .test_words import TestWords\nfrom .test_loose import *\n",
+    "tests/test_words.py": WORDS,
+    "tests/test_loose.py": "from mainlib import count\n\n\ndef test_loose():\n    assert count('xyz') == 3\n",
+    "pyproject.toml": ('[project]\nname = "mainlib"\nversion = "0.1"\n\n[tool.pytest.ini_options]\n'
+                       'testpaths = ["tests"]\npython_files = "__main__.py"\n'),
+}
+SPEC = EnvSpec(project_name="mainlib", python="3.11", install_target="", src_roots=(".",),
+               package_dirs=("mainlib",), test_paths=("tests",))
+M = "tests/__main__.py"
+F2P = (f"{M}::TestWords::test_join", f"{M}::TestWords::test_join_three")
+P2P = (f"{M}::TestWords::test_count", f"{M}::TestWords::test_count_more", f"{M}::test_loose")
+
+
+def test_ids_map_to_the_defining_file_and_back(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "r", MAINLIB)
+    homes = homes_of(root, (*F2P, *P2P))
+    assert homes.home(F2P[0]) == "tests/test_words.py::TestWords::test_join"
+    assert homes.home(f"{M}::test_loose") == "tests/test_loose.py::test_loose"
+    assert homes.loose() == {("tests/test_loose.py", "test_loose")}
+    # a method planted in the imported class runs where the class is collected; a new function stays home
+    assert homes.collected("tests/test_words.py::TestWords::test_new", (*F2P, *P2P)) == [f"{M}::TestWords::test_new"]
+    assert homes.collected("tests/test_loose.py::test_new") == ["tests/test_loose.py::test_new"]
+    # a test written where it is collected is not moved (and its file is not parsed)
+    assert not homes_of(root, ["tests/test_words.py::TestWords::test_join"]).moved
+
+
+def test_changed_copies_are_planted_at_home_and_requested_under_the_collected_name(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "r", MAINLIB)
+    files = {"tests/test_words.py": WORDS}
+    home_f2p = homes_of(root, F2P).homes(F2P)
+    assert forge_chance(files, home_f2p) < 0.1  # two tests with an expected literal: two blocks
+    assert forge_chance(files, F2P) == 1.0  # what reading the collected file gave: nothing to copy
+    plan = plant_canaries(root, ["tests/test_words.py"], pass_to_pass=P2P, fail_to_pass=F2P,
+                          rng=random.Random(3))
+    twins = [n for n, want in plan.expect.items() if n.startswith(f"{M}::TestWords::") and want == "fail"]
+    assert len(twins) >= 6, plan.expect
+    assert not any(n.startswith("tests/test_words.py::") for n in plan.expect)
+    planted = (root / "tests/test_words.py").read_text()
+    assert all(f"def {n.rsplit('::', 1)[1]}(" in planted for n in twins)
+
+
+def _task(original: Path, work: Path) -> Task:
+    """A stub task of ``mainlib.words.join`` whose hidden tests are defined in tests/test_words.py."""
+    repo = work / "build"
+    shutil.copytree(original, repo)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "original")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "mainlib/words.py").write_text("def join(parts):\n    raise NotImplementedError\n\n\n"
+                                           "def count(s):\n    return len(s)\n")
+    kept = WORDS.split("    def test_join(self)")[0] + "    def test_count(self)" + WORDS.split("    def test_count(self)")[1]
+    (repo / "tests/test_words.py").write_text(kept.replace("from mainlib import join, count", "from mainlib import count"))
+    return Task(instance_id=f"mainlib__stub__join-{base[:8]}", repo="mainlib", source=str(original),
+                base_commit=base, version="0", created_at="2026-12-05T00:00:00Z", strategy="stub",
+                entities=("mainlib/words.py:join",), setup_patch=git(repo, "diff", "--binary"),
+                patch=git(repo, "diff", "-R", "--", "mainlib/words.py"),
+                test_patch=git(repo, "diff", "-R", "--", "tests/test_words.py"), problem_statement="Implement join.",
+                fail_to_pass=F2P, pass_to_pass=P2P, env_spec=SPEC, difficulty=Difficulty(0, 1, 1, 1, 1, 0, 0, 1, 2, 0.1))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Task, Path]:
+    base = tmp_path_factory.mktemp("homes")
+    orig = write_tree(base / "orig", MAINLIB)
+    return _task(orig, base), orig
+
+
+def test_assertions_of_an_imported_class_are_sealed_where_it_is_defined(built: tuple[Task, Path],
+                                                                         tmp_path: Path) -> None:
+    task, orig = built
+    sandbox, trees = SubprocessSandbox(), DirectoryTrees(orig)
+    probe = reward(task, task.patch, sandbox=sandbox, trees=trees, seal_probe=True)
+    assert probe.score == 1.0, probe.detail
+    assert dict(probe.seals) == {F2P[0]: ("tests/test_words.py::TestWords::test_join#0",),
+                                 F2P[1]: ("tests/test_words.py::TestWords::test_join_three#1",)}
+    sealed = dataclasses.replace(task, provenance={"seals": {n: list(s) for n, s in probe.seals.items()}})
+    for graded in (task, task, sealed):  # unsealed: the changed copies run (a must-fail copy reported missing
+        gold = reward(graded, graded.patch, sandbox=sandbox, trees=trees)  # would zero the gold grading)
+        assert gold.score == 1.0, gold.detail
+    assert reward(sealed, "", sandbox=sandbox, trees=trees).score == 0.0
+    wrong = reward(sealed, sealed.patch.replace("'-'.join(parts)", "'-'.join(parts[:2])"), sandbox=sandbox,
+                   trees=trees)
+    assert wrong.score == 0.0 and wrong.outcomes[F2P[1]] == "failed" and wrong.outcomes[F2P[0]] == "passed"
+    target = Target.from_task(sealed, trees, tmp_path / "ws")
+    for name, hole in KNOWN_HOLES.items():
+        res = reward(sealed, hole(target), sandbox=sandbox, trees=trees)
+        assert res.score == 0.0, (name, res.detail)
