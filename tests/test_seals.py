@@ -237,3 +237,16 @@ def test_a_test_method_inherited_from_a_mixin_is_sealed_once_where_it_is_defined
     (token, site), = plan.sites.items()
     assert site == SealSite("t.py::Mixin::test_m#0", "xa") and "'xa'" not in texts["t.py"]
     assert plan.required == {"t.py::TestA::test_m": (token,), "t.py::TestB::test_m": (token,)}
+
+
+def test_a_return_inside_a_helper_the_test_defines_does_not_end_it() -> None:
+    """lark's ``test_partial`` defines ``def test(...): return ...`` above its assertion: a site all the same
+    (as it is a test that a changed copy can be appended to)."""
+    from taskforge.reward.canaries import _ends_on_its_own
+
+    source = ("def test_p():\n    def helper(s):\n        return s.upper()\n\n    got = [helper(x) for x in 'ab']\n"
+              "    assert got == ['A', 'B']\n\n\ndef test_r():\n    if f():\n        return\n    assert g() == 'gg'\n")
+    tree = ast.parse(source)
+    assert [tail for tail, *_ in sites(source, tree, ["test_p", "test_r"])] == ["test_p#2"]
+    fns = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    assert not _ends_on_its_own(fns["test_p"]) and _ends_on_its_own(fns["test_r"])

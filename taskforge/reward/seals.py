@@ -1,4 +1,4 @@
-"""Sealed expectations: expected values a graded process never holds. Stdlib only.
+"""Sealed expectations: expected values a graded process never holds. Stdlib (and ``canaries``) only.
 
 A forger that runs inside the graded process (the stub itself, a conftest, anything the patch imports) can
 write the runner's records as it likes: "passed" for exactly the tests that ran the stub, say. The canaries
@@ -38,6 +38,8 @@ import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from taskforge.reward.canaries import own_nodes
 
 # unittest's equality assertions, which compare with ``==`` (``numpy.testing.assert_equal`` does not: left out)
 _EQ_CALLS = frozenset({"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual", "assertDictEqual",
@@ -244,11 +246,11 @@ def sites(source: str, tree: ast.Module, wanted: Iterable[str]) -> list[tuple[st
         if key in table:
             homes.setdefault(table[key][1], table[key][0])
     for key, fn in sorted(homes.items()):
-        if any(isinstance(n, ast.Yield | ast.YieldFrom) for n in ast.walk(fn)):
+        if any(isinstance(n, ast.Yield | ast.YieldFrom) for n in own_nodes(fn.body)):
             continue
         body = fn.body
         for index, stmt in enumerate(body):
-            if any(isinstance(n, ast.Return) for prior in body[:index] for n in ast.walk(prior)):
+            if any(isinstance(n, ast.Return) for n in own_nodes(body[:index])):  # a helper's return: no matter
                 break
             sides = _sides(stmt)
             if sides is None:
