@@ -592,3 +592,61 @@ def test_a_test_that_may_pass_only_once_per_process_gets_no_must_pass_copy(tmp_p
         plan = plant_canaries(ws, [rel], pass_to_pass=p2p, fail_to_pass=[f"{rel}::test_hidden"], rng=random.Random(seed))
         copied = [src for n, src in plan.sources.items() if plan.expect[n] == "pass" and n.startswith(rel)]
         assert all("deprecated_call" not in c and "import lib.sub" not in c for c in copied), copied
+
+
+def test_two_values_the_test_builds_itself_are_not_changed() -> None:
+    """jinja2 3.1.6's ``und1 = Undefined(name="x"); und2 = Undefined(name="y"); assert und1 == und2``: the class's
+    equality ignores the name, so a copy with ``name="t"`` passed on the gold patch (canary_failed, tampering) and
+    30 of 56 decided candidates were rejected gold_failed. A value built from literals compared with another such
+    value checks the class's equality: no site; one compared with what the code computed still is one."""
+    from taskforge.reward.canaries import _sites, _units_of
+
+    source = ("class TestU:\n    def test_eq(self):\n        und1 = Undefined(name='x')\n"
+              "        und2 = Undefined(name='y')\n        assert und1 == und2\n\n"
+              "    def test_value(self):\n        got = stats([1, 4])\n        assert got == Stats(size=2, maximum=4)\n\n"
+              "    def test_direct(self):\n        assert Undefined(name='x') == Undefined(name='y')\n")
+    units, _ = _units_of(source)
+    assert _sites(units["TestU::test_eq"][0]) == [] and _sites(units["TestU::test_direct"][0]) == []
+    assert [c.value for group in _sites(units["TestU::test_value"][0]) for c in group] == [2, 4]
+
+
+@pytest.mark.realrepo
+def test_every_jinja2_canary_copy_does_what_the_plan_expects_on_the_original_code(
+        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    """Plant the canaries of 8 gradings into jinja2 3.1.6's tests/test_api.py (FAIL_TO_PASS drawn per grading) and
+    run its must-pass and must-fail copies on the original code: each passes or fails as planned (9 of 257 did
+    not before the fix above)."""
+    import ast
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    from generators.sources import resolve_source
+    from taskforge.reward.strict_asserts import strict_source
+
+    work = tmp_path_factory.getbasetemp() / "tf-shared-work"
+    work.mkdir(exist_ok=True)
+    src = Path(resolve_source("pypi:jinja2==3.1.6", work).path)
+    rel = "tests/test_api.py"
+    text = (src / rel).read_text()
+    ids = [f"{rel}::{c.name}::{f.name}" for c in ast.parse(text).body if isinstance(c, ast.ClassDef)
+           for f in c.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test")]
+    wrong, total = [], 0
+    for seed in range(8):
+        ws = tmp_path / str(seed)
+        shutil.copytree(src, ws)
+        rng = random.Random(seed)
+        f2p = [f"{rel}::TestUndefined::test_default_undefined", *rng.sample(ids, 2)]
+        (ws / rel).write_text(strict_source(text, "_tfq"))
+        plan = plant_canaries(ws, [rel], pass_to_pass=[n for n in ids if n not in f2p], fail_to_pass=f2p, rng=rng,
+                              strict_eq="_tfq")
+        inline = [n for n in plan.expect if n.startswith(rel + "::")]
+        out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "-p",
+                              plan.plugin_module, "-o", "addopts=", *inline], cwd=ws, capture_output=True, text=True,
+                             timeout=300, env={"PYTHONPATH": str(ws / "src"), "PATH": "/usr/bin:/bin"})
+        seen = dict((m.group(2), m.group(1)) for m in re.finditer(r"^(PASSED|FAILED|ERROR) (\S+)", out.stdout, re.M))
+        total += len(inline)
+        wrong += [(n, plan.expect[n], seen.get(n)) for n in inline
+                  if (plan.expect[n] == "fail") != (seen.get(n) in ("FAILED", "ERROR"))]
+    assert total > 60 and not wrong, wrong[:3]
