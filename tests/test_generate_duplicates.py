@@ -1,4 +1,5 @@
-"""A candidate whose task an accepted one already is, is not validated (``generate.duplicate_of``)."""
+"""A candidate whose task an accepted one already is, is not validated (``generate.duplicate_of``), or not
+counted when it was (``generate.same_task_as``)."""
 
 from __future__ import annotations
 
@@ -29,3 +30,16 @@ def test_the_stub_of_a_classs_only_method_is_the_class_stub() -> None:
     assert duplicate_of(cand("delete", "arrow.parser.TzinfoParser.parse"), results) == ""  # another task
     assert duplicate_of(cand("stub", "arrow.locales.EnglishLocale.describe"), results) == ""  # a part of one
     assert duplicate_of(cand("stub", "x.rejected"), results) == ""
+
+
+def test_a_twin_validated_in_the_same_batch_is_rejected_as_a_duplicate() -> None:
+    """arrow 1.4.0, session 32: ``TzinfoParser`` and ``TzinfoParser.parse`` were next to each other in the order,
+    so neither was accepted when the batch was drawn; both were validated and accepted (10 accepted, 9 written,
+    the run stopped one task short of --max-tasks 10). An accepted result whose task an accepted one already is
+    becomes a ``duplicate`` rejection (``same_task_as``)."""
+    from taskforge.pipeline.generate import same_task_as
+
+    results = {"stub:a.B": _accepted("stub:a.B", "stub", ("a.B.parse",))}
+    assert same_task_as(SimpleNamespace(strategy="stub", entities=("a.B.parse",)), results) == "stub:a.B"
+    assert same_task_as(SimpleNamespace(strategy="delete", entities=("a.B.parse",)), results) == ""
+    assert same_task_as(SimpleNamespace(strategy="stub", entities=("a.B.parse", "a.B.other")), results) == ""

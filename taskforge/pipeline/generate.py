@@ -236,6 +236,12 @@ def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: 
                 if isinstance(res, BaseException):
                     res = CandidateResult(cand.candidate_id, Rejected(
                         cand.candidate_id, RejectReason.INTERNAL_ERROR, f"{type(res).__name__}: {res}"))
+                elif res.task is not None and (same := same_task_as(res.task, results)):
+                    # validated in the same batch as its twin (arrow: TzinfoParser and TzinfoParser.parse, next to
+                    # each other in the order): the writer would drop it, and it must not count as accepted
+                    res = dataclasses.replace(res, outcome=Rejected(
+                        cand.candidate_id, RejectReason.DUPLICATE,
+                        f"the accepted {same} is the same task (entities {list(res.task.entities)})"))
                 write_atomic(_journal_path(journal, cand.candidate_id), json.dumps(res.to_dict(), sort_keys=True),
                              durable=True)
                 results[cand.candidate_id] = res
@@ -262,6 +268,15 @@ def duplicate_of(cand: Candidate, results: Mapping[str, CandidateResult]) -> str
     for cid, res in results.items():
         task = res.task
         if task is not None and task.strategy == cand.strategy and tuple(task.entities) == (cand.entity,):
+            return cid
+    return ""
+
+
+def same_task_as(task: Any, results: Mapping[str, CandidateResult]) -> str:
+    """The accepted candidate whose task has ``task``'s strategy and entities (``""``: none)."""
+    for cid, res in results.items():
+        other = res.task
+        if other is not None and other.strategy == task.strategy and tuple(other.entities) == tuple(task.entities):
             return cid
     return ""
 
