@@ -598,7 +598,7 @@ def test_two_values_the_test_builds_itself_are_not_changed() -> None:
     """jinja2 3.1.6's ``und1 = Undefined(name="x"); und2 = Undefined(name="y"); assert und1 == und2``: the class's
     equality ignores the name, so a copy with ``name="t"`` passed on the gold patch (canary_failed, tampering) and
     30 of 56 decided candidates were rejected gold_failed. A value built from literals compared with another such
-    value checks the class's equality: no site; one compared with what the code computed still is one."""
+    value checks the class's equality: no site; one compared with a computed value or a literal still is one."""
     from taskforge.reward.canaries import _sites, _units_of
 
     source = ("class TestU:\n    def test_eq(self):\n        und1 = Undefined(name='x')\n"
@@ -608,6 +608,8 @@ def test_two_values_the_test_builds_itself_are_not_changed() -> None:
     units, _ = _units_of(source)
     assert _sites(units["TestU::test_eq"][0]) == [] and _sites(units["TestU::test_direct"][0]) == []
     assert [c.value for group in _sites(units["TestU::test_value"][0]) for c in group] == [2, 4]
+    units, _ = _units_of("def test_d():\n    assert OrderedSet([1, 2]) == {1: 'a', 2: 'b'}\n")
+    assert _sites(units["test_d"][0])  # a built value against a literal: ordered-set's keys still change
 
 
 @pytest.mark.realrepo
@@ -650,3 +652,29 @@ def test_every_jinja2_canary_copy_does_what_the_plan_expects_on_the_original_cod
         wrong += [(n, plan.expect[n], seen.get(n)) for n in inline
                   if (plan.expect[n] == "fail") != (seen.get(n) in ("FAILED", "ERROR"))]
     assert total > 60 and not wrong, wrong[:3]
+
+
+def test_a_test_too_slow_to_copy_gets_no_copy_and_guards_nothing(tmp_path: Path) -> None:
+    """decorator 5.3.1's ``DocumentationTestCase::test`` runs every doctest of the docs (5.8 s) and ends on
+    ``assertEqual(err, 0)``: a block of up to 15 changed copies of it made each grading ~90 s longer (a 200 s
+    stretch without a decision). Tests the task names ``uncopied`` (``Settings.canary_copy_max_s``) get no copy
+    of any kind, and the forge chance counts no block for them."""
+    from taskforge.reward.canaries import forge_chance, no_copies
+
+    rel = "tests/test_s.py"
+    source = ("def test_slow():\n    assert count() == 5\n\n\ndef test_fast():\n    assert f(2) == 'x2'\n\n\n"
+              "def test_other():\n    assert g(1) == 'yy'\n")
+    f2p, p2p, slow = [f"{rel}::test_slow", f"{rel}::test_fast"], [f"{rel}::test_other"], [f"{rel}::test_slow"]
+    assert forge_chance({rel: source}, f2p, loose=no_copies(slow)) <= 1 / 16  # one block, more copies in it
+    assert forge_chance({rel: source}, [f2p[0]]) < 1 / 8  # a digit: 8 changed copies
+    assert forge_chance({rel: source}, [f2p[0]], loose=no_copies(slow)) == 1.0  # only the slow one: no block
+    copies = 0
+    for seed in range(20):
+        ws = tmp_path / str(seed)
+        (ws / "tests").mkdir(parents=True)
+        (ws / rel).write_text(source)
+        plan = plant_canaries(ws, [rel], pass_to_pass=[*p2p, *slow], fail_to_pass=f2p, rng=random.Random(seed),
+                              uncopied=slow)
+        assert not any("count()" in src for src in plan.sources.values()), seed
+        copies += sum(1 for src in plan.sources.values() if "f(2)" in src)
+    assert copies >= 20 * 7  # the fast stub caller carries the block

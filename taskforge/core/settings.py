@@ -34,6 +34,10 @@ class Settings:
                               "patch fires are exempt for that task.", True)
     battery: bool = _doc("At validation, grade cheap cheating stand-ins (always-equal object, None, first "
                          "argument, xfail, skip, frame oracle) and reject tasks they pass.", True)
+    canary_copy_max_s: float = _doc("A test whose baseline run took longer than this many seconds gets no canary "
+                                     "copy (every grading would run each copy: a block of 15 copies of decorator's "
+                                     "5.8 s documentation test added ~90 s to each); without a copy it guards "
+                                     "nothing, and max_forge_chance counts that.", 2.0)
     max_forge_chance: float = _doc("At validation, reject a task when a forger that rewrites the runner's records, "
                                    "passing the tests its stand-in ran and telling look-alike copies apart by "
                                    "reading the hidden files, would pass more than this share of gradings "

@@ -354,7 +354,8 @@ def _sites(fn: ast.FunctionDef, strict: str = "") -> list[list[ast.Constant]]:
             if not _computed(got) or (isinstance(got, ast.Name) and got.id in bound
                                       and not _computed(bound[got.id])):
                 continue
-            if _constructed(bound.get(got.id, got) if isinstance(got, ast.Name) else got):
+            if all(_constructed(bound.get(side.id, side) if isinstance(side, ast.Name) else side)
+                   for side in (got, expected)):
                 continue  # two values the test builds itself: it checks their equality, whatever their fields
             sites.extend([c] for c in _leaves(expected))
             # a name used after the assertion is no matter: a changed value fails the test at the assertion
@@ -560,10 +561,12 @@ def _words_of(names: Iterable[str]) -> list[str]:
 def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass: Iterable[str] = (),
                    fail_to_pass: Iterable[str] = (), src_root: str = ".", count: int = 12,
                    allowed_plugin_files: Iterable[str] = (), rng: random.Random | None = None,
-                   strict_eq: str = "", template: str | None = None, seal: str = "") -> CanaryPlan:
+                   strict_eq: str = "", template: str | None = None, seal: str = "",
+                   uncopied: Iterable[str] = ()) -> CanaryPlan:
     """Write canaries and the grading plugin into ``workspace``; return the plan (keep it out of the run).
 
-    ``template``: the grading plugin's source (default: ``grading_plugin.py`` next to this file).
+    ``template``: the grading plugin's source (default: ``grading_plugin.py`` next to this file). ``uncopied``:
+    tests (collected ids) too slow to copy (``Settings.canary_copy_max_s``; the task's ``provenance["uncopied"]``).
     """
     rng = rng or random.Random(secrets.randbits(64))
     # tests collected in one file but defined in another are planted around at home, and the copies run under
@@ -595,7 +598,8 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
     files: list[str] = []
     standalone_wants = list(outcomes[n_inline:])
     chance = 1.0
-    twinnable = _twinnable(hosts, f2p, strict_eq, homes.loose())
+    slow = no_copies(homes.homes(uncopied))
+    twinnable = _twinnable(hosts, f2p, strict_eq, homes.loose() | slow)
     drawn = sorted(twinnable)
     rng.shuffle(drawn)
     blocked = set(drawn[:TWIN_BLOCKS])
@@ -604,6 +608,7 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         units, ends_alone = _units_of(source)
         f2p_ids = {n.split("::", 1)[1].split("[")[0] for n in f2p if n.startswith(rel + "::")}
         p2p_ids = {n.split("::", 1)[1].split("[")[0] for n in p2p if n.startswith(rel + "::")}
+        units = {k: v for k, v in units.items() if (rel, k) not in slow}
         passing = [k for k, (fn, _) in sorted(units.items()) if k in p2p_ids and k not in f2p_ids
                    and not fn.decorator_list and k not in ends_alone and not _names_itself(fn)
                    and not _first_time_only(fn)]
@@ -701,6 +706,11 @@ def _top_level(chunk: str) -> bool:
     """Whether a planted chunk (``"\n" + source``) starts at column 0 (a function, not a method)."""
     first = next((ln for ln in chunk.splitlines() if ln.strip()), "")
     return not first[:1].isspace()
+
+
+def no_copies(nodeids: Iterable[str]) -> frozenset[tuple[str, str]]:
+    """(file, unit key) of tests at home (``file::Class::test[param]``), as ``_twinnable`` leaves them out."""
+    return frozenset((n.split("::", 1)[0], n.split("::", 1)[1].split("[", 1)[0]) for n in nodeids if "::" in n)
 
 
 def _twinnable(hosts: list[tuple[str, str, ast.Module]], f2p: set[str], strict: str,

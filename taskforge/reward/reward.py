@@ -292,7 +292,9 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path, rng: rand
         for rel in hidden:  # ``assert a == b`` an always-equal object cannot pass (taskforge.reward.strict_asserts)
             text = sealed_texts.get(rel, originals[rel])
             (workspace / rel).write_text(strict_source(text, strict), encoding="utf-8")
+        uncopied = task.provenance.get("uncopied", ()) if isinstance(task.provenance, Mapping) else ()
         plan = plant_canaries(workspace, hidden, pass_to_pass=task.pass_to_pass, fail_to_pass=task.fail_to_pass,
+                              uncopied=tuple(uncopied or ()),
                               src_root=src_root, allowed_plugin_files=plugins, strict_eq=strict, rng=rng,
                               seal=seal_name if sealed.sites else "")
         if memo_key is not None:

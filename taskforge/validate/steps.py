@@ -81,7 +81,7 @@ from taskforge.core.settings import Settings
 from taskforge.core.task import Task, ValidationRun
 from taskforge.core.test_homes import test_homes
 from taskforge.core.testreport import ReportFlag
-from taskforge.reward.canaries import forge_chance
+from taskforge.reward.canaries import forge_chance, no_copies
 from taskforge.reward.result import ZEROING_FLAGS, RewardFlag, RewardResult
 from taskforge.reward.strict_asserts import strict_source
 from taskforge.validate.from_baseline import new_collection_errors, run_limit_s
@@ -394,6 +394,8 @@ class _Validation:
             task = self._task(deletion, original, broken, f2p, p2p, lambda p: is_test_file(p, spec))
             if isinstance(task, Rejected):
                 return self.reject(task.reason, task.detail)
+            if slow := self._too_slow_to_copy(task):
+                task = dataclasses.replace(task, provenance={**task.provenance, "uncopied": list(slow)})
             chance = self._forge_chance(task, original)
             # a task whose gold grading confirms a sealed assertion in a FAIL_TO_PASS test cannot be forged by
             # writing records (reward.seals): only one that can have none is rejected here, before any grading
@@ -488,6 +490,16 @@ class _Validation:
         return build_task(self.profile, self.cand, deletion, original, broken, f2p, p2p, is_test,
                           self.job.provenance, self.settings)
 
+    def _too_slow_to_copy(self, task: Task) -> tuple[str, ...]:
+        """The tests of the hidden tests' files whose baseline run took longer than ``canary_copy_max_s``: the
+        canaries copy none of them (``provenance["uncopied"]``)."""
+        limit = float(self.settings.canary_copy_max_s)
+        durations = self.profile.baseline.durations
+        homes = test_homes(Path(self.profile.repo_dir), (*task.fail_to_pass, *task.pass_to_pass))
+        files = {homes.home(n).split("::", 1)[0] for n in task.fail_to_pass}
+        return tuple(sorted(n for n in (*task.fail_to_pass, *task.pass_to_pass)
+                            if durations.get(n, 0.0) > limit and homes.home(n).split("::", 1)[0] in files))
+
     def _forge_chance(self, task: Task, original: Mapping[str, str | None]) -> float:
         """``canaries.forge_chance`` of the task's hidden test files, in the strict form they are graded in."""
         homes = test_homes(Path(self.profile.repo_dir), task.fail_to_pass)
@@ -500,7 +512,9 @@ class _Validation:
                 text = path.read_text(encoding="utf-8", errors="replace")
             if text is not None:
                 files[rel] = strict_source(text, _STRICT_NAME)
-        return forge_chance(files, f2p, _STRICT_NAME, homes.loose())
+        uncopied = test_homes(Path(self.profile.repo_dir), task.provenance.get("uncopied", ())) \
+            .homes(task.provenance.get("uncopied", ()))
+        return forge_chance(files, f2p, _STRICT_NAME, homes.loose() | no_copies(uncopied))
 
     def _sealable(self, task: Task, original: Mapping[str, str | None]) -> bool:
         """Whether a FAIL_TO_PASS test has an assertion the gold grading can seal (``reward.seals.sites``)."""
