@@ -9,8 +9,6 @@ were found ended "generated at collection and cannot be hidden" (0 tasks from 32
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -52,20 +50,11 @@ def test_an_imported_class_is_hidden_where_it_is_defined_and_kept_by_name(tmp_pa
 @pytest.mark.realrepo
 def test_lark_tests_collected_through_main_are_hidden_and_the_rest_still_collect(
         tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
-    from generators.sources import resolve_source
+    from real_sdists import collected, sdist_copy
 
-    work = tmp_path_factory.getbasetemp() / "tf-shared-work"
-    work.mkdir(exist_ok=True)
-    repo = tmp_path / "lark"
-    shutil.copytree(resolve_source("pypi:lark==1.3.1", work).path, repo)
+    repo = sdist_copy(tmp_path_factory, tmp_path / "lark", "pypi:lark==1.3.1")
 
-    def collected() -> set[str]:
-        out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                              "-p", "no:randomly", "-o", "addopts=", "tests"], cwd=repo, capture_output=True, text=True, timeout=300,
-                             env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"})
-        return {ln.strip() for ln in out.stdout.splitlines() if "::" in ln}
-
-    before = collected()
+    before, _ = collected(repo, "tests")
     hide = {n for n in before if n.startswith("tests/__main__.py::TestCache::")}
     assert len(hide) >= 5, sorted(before)[:5]
     hidden = hide_tests(repo, sorted(hide))
@@ -73,7 +62,7 @@ def test_lark_tests_collected_through_main_are_hidden_and_the_rest_still_collect
     for rel, text in hidden.files_after.items():
         assert text is not None
         (repo / rel).write_text(text)
-    after = collected()
+    after, _ = collected(repo, "tests")
     assert after == before - hide, (sorted(after - before)[:3], sorted(before - hide - after)[:3])
 
 
@@ -114,21 +103,13 @@ def test_a_helper_another_test_module_imports_stays_when_its_files_tests_are_hid
 @pytest.mark.realrepo
 def test_tenacity_test_asyncio_still_collects_when_test_tenacity_is_hidden(
         tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
-    from generators.sources import resolve_source
+    from real_sdists import collected, sdist_copy
+
     from taskforge.validate.workspace_files import remove_whole_files
 
-    work = tmp_path_factory.getbasetemp() / "tf-shared-work"
-    work.mkdir(exist_ok=True)
-    repo = tmp_path / "tenacity"
-    shutil.copytree(resolve_source("pypi:tenacity==9.2.1", work).path, repo)
+    repo = sdist_copy(tmp_path_factory, tmp_path / "tenacity", "pypi:tenacity==9.2.1")
 
-    def collected(*paths: str) -> tuple[set[str], str]:
-        out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                              "-p", "no:randomly", "-o", "addopts=", *paths], cwd=repo, capture_output=True,
-                             text=True, timeout=300, env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"})
-        return {ln.strip() for ln in out.stdout.splitlines() if "::" in ln}, out.stdout[-2000:]
-
-    before, _ = collected("tests/test_tenacity.py", "tests/test_asyncio.py")
+    before, _ = collected(repo, "tests/test_tenacity.py", "tests/test_asyncio.py")
     hide = sorted(n for n in before if n.startswith("tests/test_tenacity.py::"))
     assert len(hide) > 50 and any(n.startswith("tests/test_asyncio.py::") for n in before)
     hidden = remove_whole_files(hide_tests(repo, hide), tuple(hide), frozenset(before), repo)
@@ -136,7 +117,7 @@ def test_tenacity_test_asyncio_still_collects_when_test_tenacity_is_hidden(
     for rel, text in hidden.files_after.items():
         assert text is not None
         (repo / rel).write_text(text)
-    after, tail = collected("tests/test_tenacity.py", "tests/test_asyncio.py")
+    after, tail = collected(repo, "tests/test_tenacity.py", "tests/test_asyncio.py")
     assert after == set(before) - set(hide), tail
 
 

@@ -624,12 +624,11 @@ def test_every_jinja2_canary_copy_does_what_the_plan_expects_on_the_original_cod
     import subprocess
     import sys
 
-    from generators.sources import resolve_source
+    from real_sdists import sdist_copy
+
     from taskforge.reward.strict_asserts import strict_source
 
-    work = tmp_path_factory.getbasetemp() / "tf-shared-work"
-    work.mkdir(exist_ok=True)
-    src = Path(resolve_source("pypi:jinja2==3.1.6", work).path)
+    src = sdist_copy(tmp_path_factory, tmp_path / "src", "pypi:jinja2==3.1.6")
     rel = "tests/test_api.py"
     text = (src / rel).read_text()
     ids = [f"{rel}::{c.name}::{f.name}" for c in ast.parse(text).body if isinstance(c, ast.ClassDef)

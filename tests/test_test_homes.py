@@ -132,24 +132,13 @@ def test_lark_copies_are_planted_where_its_classes_are_defined_and_collected_thr
     """lark 1.3.1 itself: the hidden tests of ``TestTrees`` get blocks of changed copies in tests/test_trees.py,
     and pytest collects every planted id the plan asks for (a must-fail copy reported missing would zero every
     gold grading)."""
-    import subprocess
-    import sys
+    from real_sdists import collected, sdist_copy
 
-    from generators.sources import resolve_source
     from taskforge.reward.strict_asserts import strict_source
 
-    work = tmp_path_factory.getbasetemp() / "tf-shared-work"
-    work.mkdir(exist_ok=True)
-    repo = tmp_path / "lark"
-    shutil.copytree(resolve_source("pypi:lark==1.3.1", work).path, repo)
+    repo = sdist_copy(tmp_path_factory, tmp_path / "lark", "pypi:lark==1.3.1")
 
-    def collect(*args: str) -> tuple[set[str], str]:
-        out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                              "-p", "no:randomly", "-o", "addopts=", *args], cwd=repo, capture_output=True, text=True,
-                             timeout=300, env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"})
-        return {ln.strip() for ln in out.stdout.splitlines() if "::" in ln}, out.stdout[-1500:]
-
-    ids, _ = collect("tests")
+    ids, _ = collected(repo, "tests")
     f2p = [f"{M}::TestTrees::{name}" for name in ("test_transformer", "test_vargs", "test_partial")]  # literals
     p2p = sorted(n for n in ids if n.startswith(f"{M}::TestTrees::") and n not in f2p)
     assert set(f2p) <= ids and p2p, sorted(ids)[:5]
@@ -161,5 +150,5 @@ def test_lark_copies_are_planted_where_its_classes_are_defined_and_collected_thr
     plan = plant_canaries(repo, ["tests/test_trees.py"], pass_to_pass=p2p, fail_to_pass=f2p, rng=random.Random(7))
     inline = [n for n in plan.expect if n.startswith(f"{M}::TestTrees::")]
     assert len(inline) >= 3 and not any(n.startswith("tests/test_trees.py::") for n in plan.expect)
-    found, tail = collect(*plan.expect)
+    found, tail = collected(repo, *plan.expect)
     assert set(plan.expect) <= found, (sorted(set(plan.expect) - found)[:3], tail)
