@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+_DEFINED = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)  # names defined anywhere in a file
 _LOCK = threading.Lock()  # CPython 3.11 < 3.11.8 cannot build ASTs in two threads at once (gh-106905)
 
 
@@ -142,8 +143,7 @@ def test_homes(root: Path, nodeids: Iterable[str]) -> Homes:
         except OSError:
             text = ""
         firsts = {n.partition("::")[2].split("::", 1)[0].split("[", 1)[0] for n in ids}
-        if not text or all(re.search(rf"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+{re.escape(f)}\b", text, re.M)
-                           for f in firsts):
+        if not text or firsts <= set(_DEFINED.findall(text)):
             continue  # every test is written here (the common case: no parse)
         tree = _parse(text)
         if tree is None:
