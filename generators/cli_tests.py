@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from taskforge.core import pyparse
 from taskforge.core.entities import EntityKind
 
 _REACH_KINDS = ("call", "name", "attribute", "import", "reexport")
@@ -81,7 +82,7 @@ def _script_seeds(index: Any, root: Path, file: str) -> set[str]:
     every entity of the file when it has no such block (or the block references none)."""
     every = {e.qualname for e in index.in_file(file)}
     try:
-        tree = ast.parse((root / file).read_text(encoding="utf-8"))
+        tree = pyparse.parse((root / file).read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return every
     blocks = [(n.lineno, n.end_lineno or n.lineno) for n in tree.body if isinstance(n, ast.If)
@@ -109,7 +110,7 @@ def _spawning_tests(test_files: Any, root: Path, pattern: re.Pattern[str], keep_
         if not pattern.search(text):
             continue
         try:
-            tree = ast.parse(text)
+            tree = pyparse.parse(text)
         except SyntaxError:
             continue
         for node in ast.walk(tree):

@@ -21,6 +21,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from generators import cst_metrics
 from generators.index_visitor import absolute_name
+from taskforge.core import pyparse
 
 _ImportNode = TypeVar("_ImportNode", cst.Import, cst.ImportFrom)
 
@@ -277,7 +278,7 @@ def _import_bindings(node: ast.Import | ast.ImportFrom) -> set[str]:
 
 
 def _summary(text: str) -> NameSummary:
-    tree = ast.parse(text)
+    tree = pyparse.parse(text)
     used: set[str] = set()
     strings: list[str] = []
     bound: set[str] = set()

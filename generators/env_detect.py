@@ -34,6 +34,7 @@ from generators.optional_imports import (
 )
 from generators.requirement_sets import choose_requirement_set, requirement_files, tox_test_paths
 from generators.setup_py import setup_py_extras, setup_py_name_constant
+from taskforge.core import pyparse
 from taskforge.core.environment import EnvSpec, normalise_name
 
 TEST_EXTRAS = ("test", "tests", "testing")
@@ -332,7 +333,7 @@ def _declared_root(pyproject: dict[str, Any], cfg: configparser.ConfigParser | N
                 return value.strip().strip("/"), "setup.cfg [options] package_dir"
     if "package_dir" in setup_py:  # a literal ``setup(package_dir={"": "lib"})``; setup.py is never run
         try:
-            tree = ast.parse(setup_py)
+            tree = pyparse.parse(setup_py)
         except (SyntaxError, ValueError):
             return "", ""
         for node in ast.walk(tree):
@@ -525,7 +526,7 @@ def _test_imports(repo: Path, test_paths: Iterable[str]) -> tuple[set[str], set[
     fixtures: set[str] = set()
     for f in _test_files(repo, test_paths):
         try:
-            tree = ast.parse(f.read_text(errors="replace"))
+            tree = pyparse.parse(f.read_text(errors="replace"))
         except (SyntaxError, ValueError):
             continue
         for stmt in tree.body:

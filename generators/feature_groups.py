@@ -43,6 +43,7 @@ from typing import Any
 from generators.candidates import Candidate, skip_reason
 from generators.deletion_build import USE_KINDS, is_use, top_level
 from generators.static_index import StaticIndex
+from taskforge.core import pyparse
 from taskforge.core.entities import Entity, EntityKind
 from taskforge.core.outcomes import RejectReason
 
@@ -252,7 +253,7 @@ def unresolved_imports(root: Any, index: StaticIndex) -> dict[str, set[tuple[str
     out: dict[str, set[tuple[str, bool]]] = defaultdict(set)
     for rel, is_test in [(f, False) for f in index.source_files] + [(f, True) for f in index.test_files]:
         try:
-            tree = ast.parse((Path(root) / rel).read_text(encoding="utf-8"))
+            tree = pyparse.parse((Path(root) / rel).read_text(encoding="utf-8"))
         except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
             continue
         modules = {(a.asname or a.name).split(".", 1)[0] for n in ast.walk(tree) if isinstance(n, ast.Import)

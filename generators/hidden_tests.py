@@ -41,6 +41,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from generators import cst_edit
 from generators.static_index import StaticIndex
+from taskforge.core import pyparse
 from taskforge.core.entities import EntityKind
 from taskforge.core.test_homes import test_homes
 
@@ -371,7 +372,7 @@ def imported_elsewhere(repo_root: Path, rel: str, exclude: frozenset[str] = froz
         try:
             with warnings.catch_warnings():  # invalid escapes and the like in files that are not ours
                 warnings.simplefilter("ignore")
-                tree = ast.parse(text)
+                tree = pyparse.parse(text)
         except (SyntaxError, ValueError):
             continue
         for node in ast.walk(tree):

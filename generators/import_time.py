@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from taskforge.core import pyparse
 from taskforge.core.entities import EntityKind
 
 _RUNS_BODY = frozenset({"call", "name", "attribute"})
@@ -91,7 +92,7 @@ class _Scan:
 
 def _scan(path: Path) -> _Scan:
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = pyparse.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return _Scan(frozenset(), ())
     functions: set[str] = set()

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import ast
 
+from taskforge.core import pyparse
+
 MIN_LEAVES = 64  # smaller literals are cheap to visit; masking them buys nothing
 MIN_CHARS = 20_000  # files shorter than this are not worth an extra ``ast`` parse
 
@@ -30,7 +32,7 @@ def mask_constant_literals(text: str) -> str:
     if len(text) < MIN_CHARS:
         return text
     try:
-        tree = ast.parse(text)
+        tree = pyparse.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return text
     spans: list[tuple[int, int, int, int, type]] = []

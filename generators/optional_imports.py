@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from taskforge.core import pyparse
+
 _CATCHES = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 _SKIP_PARTS = frozenset({"tests", "test", "testing", "_vendor", "vendor", "_vendored", "vendored", "extern",
                          "site-packages", "__pycache__"})
@@ -49,7 +51,7 @@ def scan_package_imports(repo: Path, package_dirs: Iterable[str]) -> PackageImpo
     found: dict[str, set[str]] = {kind: set() for kind in (*_KINDS, "fallback")}
     for path in _source_files(repo, package_dirs):
         try:
-            tree = ast.parse(path.read_text(errors="replace"))
+            tree = pyparse.parse(path.read_text(errors="replace"))
         except (SyntaxError, ValueError):
             continue
         _visit(tree.body, "top", found)
@@ -112,7 +114,7 @@ def import_time_imports(repo: Path, package_dirs: Iterable[str], modules: Iterab
                 continue
             seen.add(name)
             try:
-                tree = ast.parse(index[name].read_text(errors="replace"))
+                tree = pyparse.parse(index[name].read_text(errors="replace"))
             except (SyntaxError, ValueError, OSError):
                 continue
             package = name if index[name].name == "__init__.py" else name.rpartition(".")[0]

@@ -20,6 +20,8 @@ from __future__ import annotations
 import ast
 import re
 
+from taskforge.core import pyparse
+
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -66,7 +68,7 @@ def setup_py_name_constant(text: str) -> str:
 
 def _parse(text: str) -> ast.Module | None:
     try:
-        return ast.parse(text)
+        return pyparse.parse(text)
     except (SyntaxError, ValueError):
         return None
 

@@ -586,8 +586,10 @@ def test_exported_task_holds_the_verifier_and_runner(tmp_path: Path) -> None:
     assert (tests / "harbor_protected.py").read_bytes() == protected.read_bytes()
     homes = Path(__file__).resolve().parents[1] / "taskforge" / "core" / "test_homes.py"
     assert (tests / "harbor_test_homes.py").read_bytes() == homes.read_bytes()  # harbor_canaries imports it
+    pyparse = Path(__file__).resolve().parents[1] / "taskforge" / "core" / "pyparse.py"
+    assert (tests / "harbor_pyparse.py").read_bytes() == pyparse.read_bytes()  # the one AST lock, shipped too
     for name in ("run_tests.py", "harbor_workspace.py", "harbor_run.py", "harbor_canaries.py", "harbor_records.py",
-                 "harbor_protected.py", "harbor_test_homes.py"):
+                 "harbor_protected.py", "harbor_test_homes.py", "harbor_pyparse.py"):
         assert "import taskforge" not in (tests / name).read_text() and "from taskforge" not in (tests / name).read_text()
     assert "network_mode: none" in (task_dir / "environment" / "docker-compose.yaml").read_text()
     assert "network_mode: none" in (tests / "docker-compose.yaml").read_text()

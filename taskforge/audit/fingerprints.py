@@ -35,6 +35,8 @@ from typing import Any
 
 import ahocorasick_rs
 
+from taskforge.core import pyparse
+
 NGRAM = 10  # tokens per n-gram fingerprint
 MIN_LINE_CHARS = 12  # a squashed line shorter than this is not distinctive
 MIN_NGRAM_CHARS = 24
@@ -205,7 +207,7 @@ def _defines_a_copy(blob: bytes, found: list[Fingerprint], lines_of: Mapping[str
     of it (every stub of ``encode`` was leak_found on its own module); ``build/lib/idna/core.py`` is. A
     deleted module, or a file that does not parse, is judged on the whole file (``_is_copy``)."""
     try:
-        tree = ast.parse(blob)
+        tree = pyparse.parse(blob)
     except (SyntaxError, ValueError):
         return True
     squashed_lines = [squash(line) for line in blob.splitlines()]
@@ -227,7 +229,7 @@ def _defines_a_copy(blob: bytes, found: list[Fingerprint], lines_of: Mapping[str
 
 def _is_def(source: str) -> bool:
     try:
-        body = ast.parse(textwrap.dedent(source)).body
+        body = pyparse.parse(textwrap.dedent(source)).body
     except (SyntaxError, ValueError):
         return False
     return len(body) == 1 and isinstance(body[0], ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
@@ -275,7 +277,7 @@ def _dedupe(fps: list[Fingerprint]) -> list[Fingerprint]:
 def _candidates(qualname: str, source: str) -> list[Fingerprint]:
     source = textwrap.dedent(source)
     try:
-        tree = ast.parse(source)
+        tree = pyparse.parse(source)
     except SyntaxError:
         return _plain_lines(qualname, source)
     excluded = _non_body_lines(tree)
@@ -440,7 +442,7 @@ def _module_text(read: Callable[[str], str | None], roots: list[str], mod: list[
 
 def _segment(text: str, path: list[str]) -> str:
     try:
-        body: list[ast.stmt] = ast.parse(text).body
+        body: list[ast.stmt] = pyparse.parse(text).body
     except SyntaxError:
         return ""
     lines = text.splitlines(keepends=True)

@@ -30,6 +30,7 @@ from taskforge.audit.audit import _git_hits, audit
 from taskforge.audit.fingerprints import entity_sources_in_tree, fingerprint
 from taskforge.audit.leak_scan import Scanner
 from taskforge.audit.scrub import scrub_workspace
+from taskforge.core import pyparse
 
 QUALNAME = "inflection.camelize"
 MODULE = "inflection/__init__.py"
@@ -54,7 +55,7 @@ def build_task(sdist: Path, tmp: Path) -> tuple[Path, Path, dict[str, str], str]
     shutil.copytree(original, workspace)
     deleted = entity_sources_in_tree(original, [QUALNAME])
     text = (original / MODULE).read_text()
-    fn = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == "camelize")
+    fn = next(n for n in pyparse.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == "camelize")
     lines = text.splitlines(keepends=True)
     first_body = fn.body[1].lineno  # body[0] is the docstring
     broken = "".join(lines[: first_body - 1]) + "    raise NotImplementedError\n" + "".join(lines[fn.end_lineno:])

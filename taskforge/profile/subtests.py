@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
 
+from taskforge.core import pyparse
 from taskforge.profile.baseline import Baseline
 
 
@@ -24,7 +25,7 @@ def subtest_functions(repo: Path, test_files: Iterable[str]) -> frozenset[str]:
     out: set[str] = set()
     for rel in test_files:
         try:
-            tree = ast.parse((Path(repo) / rel).read_text(encoding="utf-8"))
+            tree = pyparse.parse((Path(repo) / rel).read_text(encoding="utf-8"))
         except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
             continue
         _walk(tree, rel, (), out)

@@ -43,14 +43,15 @@ import math
 import random
 import re
 import secrets
-import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 if __package__:  # imported from the repository (taskforge.reward)
+    from ..core import pyparse
     from ..core.test_homes import test_homes
 else:  # a Harbor verifier's tests/harbor_canaries.py: its sibling, on the path the verifier set
+    import harbor_pyparse as pyparse  # type: ignore[no-redef]
     from harbor_test_homes import test_homes  # type: ignore[no-redef]
 
 _PLUGIN_TEMPLATE = Path(__file__).with_name("grading_plugin.py")
@@ -67,7 +68,6 @@ TWIN_COPIES = 3
 TWIN_MAX = 15
 TWIN_TARGET = 16
 TWIN_BLOCKS = 8
-_PARSE_LOCK = threading.Lock()  # CPython 3.11 < 3.11.8 cannot build ASTs in two threads at once (gh-106905)
 
 
 @dataclass(frozen=True)
@@ -436,7 +436,7 @@ def _variants(text: str, value: object, rng: random.Random, count: int) -> list[
                 continue
             out = text[:i] + (new.upper() if ch.isupper() else new) + text[i + 1:]
             try:
-                got = ast.literal_eval(out)
+                got = pyparse.literal_eval(out)
             except (ValueError, SyntaxError, TypeError):
                 continue
             if type(got) is type(value) and got != value and not (
@@ -515,8 +515,7 @@ def _parse(source: str) -> ast.Module:
     """The tree of a hidden test file, parsed once per process for the same text (never mutated here): every
     grading of a task plants into the same restored files, and idna's 1.4 MB generated test file took 8% of
     a grading's parent-side time to parse again each time."""
-    with _PARSE_LOCK:
-        return ast.parse(source)
+    return pyparse.parse(source)
 
 
 @functools.lru_cache(maxsize=16)

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from taskforge.core import pyparse
 from taskforge.reward.canaries import own_nodes
 
 # unittest's equality assertions, which compare with ``==`` (``numpy.testing.assert_equal`` does not: left out)
@@ -264,7 +265,7 @@ def sites(source: str, tree: ast.Module, wanted: Iterable[str]) -> list[tuple[st
             if not alone or len(text) > MAX_LITERAL:
                 continue
             try:
-                value = ast.literal_eval(text)
+                value = pyparse.literal_eval(text)
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
                 continue
             if isinstance(value, float) and not math.isfinite(value):
@@ -292,7 +293,7 @@ def _guessable(value: Any, scope: list[ast.AST]) -> bool:
             if isinstance(node, ast.Constant) or (isinstance(node, ast.List | ast.Tuple | ast.Set | ast.Dict)
                                                   and _literal(node)):
                 try:
-                    if equal(ast.literal_eval(node), value):
+                    if equal(pyparse.literal_eval(node), value):
                         return True
                 except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                     continue
@@ -306,7 +307,7 @@ def seal_source(source: str, rel: str, wanted: Mapping[str, Iterable[str] | None
     ``wanted``: unit key -> the site ids (``rel::unit#index``) to seal, or None for every sealable one (a
     probe). Each sealed site gets a fresh token, recorded in ``tokens``. Unparsable: unchanged."""
     try:
-        tree = ast.parse(source)
+        tree = pyparse.parse(source)
     except (SyntaxError, ValueError):
         return source
     lines = source.splitlines(keepends=True)
@@ -326,7 +327,7 @@ def seal_source(source: str, rel: str, wanted: Mapping[str, Iterable[str] | None
         call = f"{indent}{name}(({got_text}), {token!r}{extra})\n"
         edits.append((stmt.lineno, stmt.end_lineno or stmt.lineno, call))
         if tokens is not None:
-            tokens[token] = SealSite(site, ast.literal_eval(expected_text))
+            tokens[token] = SealSite(site, pyparse.literal_eval(expected_text))
     for first, last, text in sorted(edits, reverse=True):
         lines[first - 1:last] = [text]
     return "".join(lines)

@@ -75,6 +75,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from taskforge.core import pyparse
 from taskforge.core.files import copy_ignore
 from taskforge.core.outcomes import Accepted, Rejected, RejectReason
 from taskforge.core.settings import Settings
@@ -518,7 +519,6 @@ class _Validation:
 
     def _sealable(self, task: Task, original: Mapping[str, str | None]) -> bool:
         """Whether a FAIL_TO_PASS test has an assertion the gold grading can seal (``reward.seals.sites``)."""
-        import ast
 
         from taskforge.reward.seals import sites
 
@@ -532,7 +532,7 @@ class _Validation:
             if text is None and path.is_file():
                 text = path.read_text(encoding="utf-8", errors="replace")
             try:
-                if text is not None and sites(text, ast.parse(text), keys):
+                if text is not None and sites(text, pyparse.parse(text), keys):
                     return True
             except (SyntaxError, ValueError):
                 continue

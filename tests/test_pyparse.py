@@ -1,0 +1,63 @@
+"""Every AST the process builds goes through one lock (python/cpython#106905).
+
+CI of session 32 failed ``taskforge train --jobs 2`` with ``SystemError: AST constructor recursion depth
+mismatch``: ``test_homes`` and ``canaries`` each had their own lock, so two grading threads parsed at once.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BARE = re.compile(r"(?<![\w.])ast\.(parse|literal_eval)\(")
+
+STRESS = textwrap.dedent("""
+    import ast, gc, sys, threading, time
+    sys.path.insert(0, {root!r})
+    from taskforge.core import pyparse
+    src = open({src!r}).read()
+    parse = pyparse.parse if sys.argv[1] == "locked" else ast.parse
+    sys.setswitchinterval(1e-6)
+    class Cycle:  # garbage whose finalizer runs Python code inside another thread's AST construction
+        def __init__(self): self.me = self
+        def __del__(self): time.sleep(0)
+    stop = time.time() + float(sys.argv[2])
+    errors = []
+    def junk():
+        while time.time() < stop and not (errors and sys.argv[1] == "bare"):
+            Cycle(); time.sleep(0)
+    def work():
+        while time.time() < stop and not (errors and sys.argv[1] == "bare"):  # the control stops at one
+            try:
+                parse(src); pyparse.literal_eval("[1, (2, 'x'), {{'k': 3.5}}]")
+            except SystemError as e:
+                errors.append(e)
+    gc.set_threshold(50, 1, 1)
+    threads = [threading.Thread(target=work) for _ in range(3)] + [threading.Thread(target=junk)]
+    [t.start() for t in threads]; [t.join() for t in threads]
+    print(len(errors))
+""")
+
+
+def test_no_module_builds_an_ast_from_text_outside_pyparse() -> None:
+    offenders = [f"{p.relative_to(ROOT)}:{n}" for d in ("taskforge", "generators", "sandboxes")
+                 for p in sorted((ROOT / d).rglob("*.py")) if p.name != "pyparse.py"
+                 for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+                 if BARE.search(line) and not line.lstrip().startswith("#") and "``" not in line]
+    assert offenders == [], "use taskforge.core.pyparse (one lock per process): " + ", ".join(offenders)
+
+
+def test_threads_parsing_through_pyparse_never_see_the_recursion_depth_mismatch(tmp_path: Path) -> None:
+    script = tmp_path / "stress.py"
+    script.write_text(STRESS.format(root=str(ROOT), src=str(ROOT / "taskforge" / "reward" / "canaries.py")))
+    locked = subprocess.run([sys.executable, str(script), "locked", "4"], capture_output=True, text=True,
+                            timeout=120, check=True)
+    assert locked.stdout.strip() == "0", locked.stdout + locked.stderr
+    if sys.version_info[:2] == (3, 11):  # the control: without the lock this interpreter does fail
+        bare = subprocess.run([sys.executable, str(script), "bare", "60"], capture_output=True, text=True,
+                              timeout=120, check=True)
+        assert int(bare.stdout.strip()) > 0, "the stress no longer reproduces gh-106905; the test proves nothing"
