@@ -80,7 +80,7 @@ from taskforge.core.files import copy_ignore
 from taskforge.core.outcomes import Accepted, Rejected, RejectReason
 from taskforge.core.settings import Settings
 from taskforge.core.task import Task, ValidationRun
-from taskforge.core.test_homes import test_homes
+from taskforge.core.test_homes import Homes, test_homes
 from taskforge.core.testreport import ReportFlag
 from taskforge.reward.canaries import forge_chance, no_copies
 from taskforge.reward.result import ZEROING_FLAGS, RewardFlag, RewardResult
@@ -395,13 +395,15 @@ class _Validation:
             task = self._task(deletion, original, broken, f2p, p2p, lambda p: is_test_file(p, spec))
             if isinstance(task, Rejected):
                 return self.reject(task.reason, task.detail)
-            if slow := self._too_slow_to_copy(task):
+            # where each test is defined (lark collects its tests in tests/__main__.py): once per candidate
+            homes = test_homes(Path(self.profile.repo_dir), (*task.fail_to_pass, *task.pass_to_pass))
+            if slow := self._too_slow_to_copy(task, homes):
                 task = dataclasses.replace(task, provenance={**task.provenance, "uncopied": list(slow)})
-            chance = self._forge_chance(task, original)
+            chance = self._forge_chance(task, original, homes)
             # a task whose gold grading confirms a sealed assertion in a FAIL_TO_PASS test cannot be forged by
             # writing records (reward.seals): only one that can have none is rejected here, before any grading
             weak = chance > self.settings.max_forge_chance
-            if weak and not self._sealable(task, original):
+            if weak and not self._sealable(task, original, homes):
                 return self.reject(RejectReason.WEAKLY_GUARDED, _weak_guard_detail(chance))
             t = self.lap("task", t)
             # the audit before the contract: it needs no test run, and docutils 0.23's 20 leaking candidates
@@ -411,7 +413,7 @@ class _Validation:
             if not audit.passed:
                 hit = audit.hits[0]
                 return self.reject(RejectReason.LEAK_FOUND, f"{hit.channel}:{hit.path}: {hit.evidence}")
-            verdict = self._contract(task, affected_p2p, ws)
+            verdict = self._contract(task, affected_p2p, ws, homes)
             t = time.monotonic()
             if verdict is not None:
                 return verdict
@@ -491,19 +493,17 @@ class _Validation:
         return build_task(self.profile, self.cand, deletion, original, broken, f2p, p2p, is_test,
                           self.job.provenance, self.settings)
 
-    def _too_slow_to_copy(self, task: Task) -> tuple[str, ...]:
+    def _too_slow_to_copy(self, task: Task, homes: Homes) -> tuple[str, ...]:
         """The tests of the hidden tests' files whose baseline run took longer than ``canary_copy_max_s``: the
         canaries copy none of them (``provenance["uncopied"]``)."""
         limit = float(self.settings.canary_copy_max_s)
         durations = self.profile.baseline.durations
-        homes = test_homes(Path(self.profile.repo_dir), (*task.fail_to_pass, *task.pass_to_pass))
         files = {homes.home(n).split("::", 1)[0] for n in task.fail_to_pass}
         return tuple(sorted(n for n in (*task.fail_to_pass, *task.pass_to_pass)
                             if durations.get(n, 0.0) > limit and homes.home(n).split("::", 1)[0] in files))
 
-    def _forge_chance(self, task: Task, original: Mapping[str, str | None]) -> float:
+    def _forge_chance(self, task: Task, original: Mapping[str, str | None], homes: Homes) -> float:
         """``canaries.forge_chance`` of the task's hidden test files, in the strict form they are graded in."""
-        homes = test_homes(Path(self.profile.repo_dir), task.fail_to_pass)
         f2p = homes.homes(task.fail_to_pass)
         files: dict[str, str] = {}
         for rel in sorted({n.split("::", 1)[0] for n in f2p}):
@@ -513,17 +513,16 @@ class _Validation:
                 text = path.read_text(encoding="utf-8", errors="replace")
             if text is not None:
                 files[rel] = strict_source(text, _STRICT_NAME)
-        uncopied = test_homes(Path(self.profile.repo_dir), task.provenance.get("uncopied", ())) \
-            .homes(task.provenance.get("uncopied", ()))
+        uncopied = homes.homes(task.provenance.get("uncopied", ()))
         return forge_chance(files, f2p, _STRICT_NAME, homes.loose() | no_copies(uncopied))
 
-    def _sealable(self, task: Task, original: Mapping[str, str | None]) -> bool:
+    def _sealable(self, task: Task, original: Mapping[str, str | None], homes: Homes) -> bool:
         """Whether a FAIL_TO_PASS test has an assertion the gold grading can seal (``reward.seals.sites``)."""
 
         from taskforge.reward.seals import sites
 
         by_file: dict[str, set[str]] = {}
-        for n in test_homes(Path(self.profile.repo_dir), task.fail_to_pass).homes(task.fail_to_pass):
+        for n in homes.homes(task.fail_to_pass):
             rel, _, rest = n.partition("::")
             by_file.setdefault(rel, set()).add(rest.split("[", 1)[0])
         for rel, keys in by_file.items():
@@ -538,7 +537,7 @@ class _Validation:
                 continue
         return False
 
-    def _contract(self, task: Task, affected_p2p: tuple[str, ...], ws: Path) -> CandidateResult | None:
+    def _contract(self, task: Task, affected_p2p: tuple[str, ...], ws: Path, homes: Homes) -> CandidateResult | None:
         """Empty patch scores 0 (F2P red), gold scores 1 — through the reward path, repeated (docstring).
 
         Repeat 1 grades the gold patch first: it is the smaller grading and the likelier to reject. It also
@@ -558,7 +557,6 @@ class _Validation:
             if gold_first:  # + the PASS_TO_PASS tests of the hidden files: where the grading harness edits
                 # by the files that define the tests (lark collects every test in tests/__main__.py: by the
                 # collected file, this was the whole suite)
-                homes = test_homes(Path(self.profile.repo_dir), (*task.fail_to_pass, *task.pass_to_pass))
                 hidden_files = {homes.home(n).split("::", 1)[0] for n in task.fail_to_pass}
                 first_gold = tuple(sorted(set(affected_p2p) | {n for n in task.pass_to_pass
                                                                if homes.home(n).split("::", 1)[0] in hidden_files}))
