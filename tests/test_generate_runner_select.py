@@ -53,3 +53,30 @@ def test_plain_file_arguments_still_run_everything_in_them(tmp_path):
     report = _run(tmp_path, ("tests/test_ok.py", "tests/test_broken.py::test_uses_thing"))
     assert len(report.results) == 6 and all(r.outcome.value == "passed" for r in report.results)
 
+
+
+DOCTESTED = {  # zipp 4.1.2's zipp/glob.py: a doctest that expects the message of the module's own assert
+    "pkg/__init__.py": "",
+    "pkg/glob.py": ('class Translator:\n    """\n    >>> Translator(\'xyz\')\n    Traceback (most recent call last):\n'
+                    '    ...\n    AssertionError: Invalid separators\n    """\n\n'
+                    '    def __init__(self, seps="/"):\n        assert set(seps) <= {"/"}, "Invalid separators"\n'),
+    "tests/test_glob.py": ("from pkg.glob import Translator\n\n\ndef test_message():\n    try:\n"
+                           "        Translator('x')\n    except AssertionError as e:\n        assert str(e) == 'Invalid separators'\n"),
+    "tests/test_rewritten.py": "def test_explained():\n    try:\n        assert 1 == 2\n    except AssertionError as e:\n"
+                               "        assert '1 == 2' in str(e)\n",
+}
+
+
+def test_a_requested_doctest_module_keeps_its_plain_asserts(tmp_path):
+    for rel, text in DOCTESTED.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    spec = EnvSpec(project_name="x", python="3.11", install_target="", src_roots=(".",), test_paths=("tests",),
+                   pytest_args=("--doctest-modules",))
+    box = HostSandbox()
+    tests = ("pkg/glob.py::pkg.glob.Translator", "tests/test_glob.py::test_message",
+             "tests/test_rewritten.py::test_explained")
+    report = box.run(box.prepare(spec, tmp_path), tmp_path, RunRequest(tests=tests, timeout_s=120)).report
+    # named on pytest's command line, pkg/glob.py had its assert rewritten: the message grew pytest's
+    # explanation and both the doctest and test_message failed; test files are still rewritten
+    assert {r.nodeid: r.outcome.value for r in report.results} == dict.fromkeys(tests, "passed")

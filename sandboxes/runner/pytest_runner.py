@@ -405,6 +405,38 @@ class SelectPlugin:
             items[:] = keep
 
 
+class PlainRewrite:
+    """Rewrites the asserts of the files that stand for requested node ids as a plain run of the suite does.
+
+    pytest rewrites every file named on its command line, and ``SelectPlugin`` names the files of the node
+    ids; a plain run names none. So a source module with a doctest (``zipp/glob.py::zipp.glob.Translator``,
+    which expects ``AssertionError: Invalid separators`` from an ``assert`` of its own) got pytest's
+    explanation appended to that message and failed under every grading, though it passes plainly. For these
+    files the rewriting hook decides as for a file nobody named: conftest, ``python_files`` or registered.
+    """
+
+    def __init__(self, files: Iterable[str]) -> None:
+        self.files = frozenset(os.path.abspath(f) for f in files)
+
+    def pytest_collection(self, session: Any) -> None:
+        hook = next((h for h in sys.meta_path if type(h).__name__ == "AssertionRewritingHook"), None)
+        decide = getattr(hook, "_should_rewrite", None)
+        if hook is None or decide is None or not hasattr(hook, "session"):
+            return
+        files = self.files
+
+        def should_rewrite(name: str, fn: str, *rest: Any) -> bool:
+            if os.path.abspath(fn) not in files:
+                return bool(decide(name, fn, *rest))
+            saved, hook.session = hook.session, None
+            try:
+                return bool(decide(name, fn, *rest))
+            finally:
+                hook.session = saved
+
+        hook._should_rewrite = should_rewrite
+
+
 class DuplicateIds:
     """Deselects every test whose node id more than one collected item has (a custom collector's names:
     pyyaml's conftest names items after data files, and some share a name).
@@ -844,6 +876,7 @@ def main(argv: list[str]) -> int:
     args, nodeids, paths = _split_nodeids(args)
     if nodeids:
         plugins.append(SelectPlugin(nodeids, paths))
+        plugins.append(PlainRewrite({n.split("::", 1)[0] for n in nodeids} - set(paths)))
     cov = _coverage_start(request) if want_cov else None
     plugin = ReportPlugin(cov=cov, collect_only=collect_only)
     plugins.append(autoload)
