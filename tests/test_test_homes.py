@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from redteam_hacks import KNOWN_HOLES, Target
+from redteam_hacks import HACKS_BY_NAME, KNOWN_HOLES, Target
 from reward_fixtures import git, write_tree
 
 from sandboxes.fakes import SubprocessSandbox
@@ -23,7 +23,7 @@ from taskforge.core.environment import EnvSpec
 from taskforge.core.task import Difficulty, Task
 from taskforge.core.test_homes import test_homes as homes_of
 from taskforge.reward.canaries import forge_chance, plant_canaries
-from taskforge.reward.reward import reward
+from taskforge.reward.reward import reward, reward_many
 from taskforge.reward.workspace import DirectoryTrees
 
 WORDS = ("import unittest\n\nfrom mainlib import join, count\n\n\n"
@@ -45,6 +45,8 @@ MAINLIB = {
 SPEC = EnvSpec(project_name="mainlib", python="3.11", install_target="", src_roots=(".",),
                package_dirs=("mainlib",), test_paths=("tests",))
 M = "tests/__main__.py"
+HOME_SENSITIVE = ("oracle_stack_frame", "oracle_frame_else_echo", "borrow_test_eq_class", "stub_aware_forge",
+                  "canary_constant_assert_forge", "stub_aware_constant_forge", "oracle_docstring_table")
 F2P = (f"{M}::TestWords::test_join", f"{M}::TestWords::test_join_three")
 P2P = (f"{M}::TestWords::test_count", f"{M}::TestWords::test_count_more", f"{M}::test_loose")
 
@@ -104,10 +106,21 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Task, Path]:
     return _task(orig, base), orig
 
 
-def test_assertions_of_an_imported_class_are_sealed_where_it_is_defined(built: tuple[Task, Path],
+def _backend(name: str) -> object:
+    if name == "local":
+        return SubprocessSandbox()
+    from sandboxes.selection import make_sandbox
+    from taskforge.core.settings import Settings
+
+    return make_sandbox(Settings.load({"sandbox": name}))
+
+
+@pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=[pytest.mark.docker, pytest.mark.slow])])
+def test_assertions_of_an_imported_class_are_sealed_where_it_is_defined(built: tuple[Task, Path], backend: str,
                                                                          tmp_path: Path) -> None:
+    """Also through docker: the catalogue's known holes score 0 where the tests are collected away from home."""
     task, orig = built
-    sandbox, trees = SubprocessSandbox(), DirectoryTrees(orig)
+    sandbox, trees = _backend(backend), DirectoryTrees(orig)
     probe = reward(task, task.patch, sandbox=sandbox, trees=trees, seal_probe=True)
     assert probe.score == 1.0, probe.detail
     assert dict(probe.seals) == {F2P[0]: ("tests/test_words.py::TestWords::test_join#0",),
@@ -121,9 +134,13 @@ def test_assertions_of_an_imported_class_are_sealed_where_it_is_defined(built: t
                    trees=trees)
     assert wrong.score == 0.0 and wrong.outcomes[F2P[1]] == "failed" and wrong.outcomes[F2P[0]] == "passed"
     target = Target.from_task(sealed, trees, tmp_path / "ws")
-    for name, hole in KNOWN_HOLES.items():
-        res = reward(sealed, hole(target), sandbox=sandbox, trees=trees)
-        assert res.score == 0.0, (name, res.detail)
+    # the known holes and the catalogue's hacks that read or echo the tests, where the tests are collected away
+    # from their home file (the stack-frame and echo oracles read the caller's file: the home)
+    attacks = {**KNOWN_HOLES, **{n: HACKS_BY_NAME[n].make for n in HOME_SENSITIVE}}
+    results = reward_many([(sealed, make(target)) for make in attacks.values()], sandbox=sandbox,  # type: ignore[arg-type]
+                          trees=trees, jobs=2)
+    assert {n: r.score for n, r in zip(attacks, results, strict=True)} == dict.fromkeys(attacks, 0.0), \
+        {n: r.detail for n, r in zip(attacks, results, strict=True) if r.score}
 
 
 @pytest.mark.realrepo
