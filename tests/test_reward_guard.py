@@ -594,6 +594,65 @@ def test_a_test_that_may_pass_only_once_per_process_gets_no_must_pass_copy(tmp_p
         assert all("deprecated_call" not in c and "import lib.sub" not in c for c in copied), copied
 
 
+def test_a_test_that_imports_through_a_helper_of_its_file_gets_no_must_pass_copy(tmp_path: Path) -> None:
+    """typeguard 4.6.1's ``test_debug_instrumentation`` imports through the file's ``import_dummymodule()`` and
+    leaves the module in ``sys.modules``: a must-pass copy running second saw no instrumentation output, and a
+    gold grading of check_argument_types_internal scored 0 (``canary_failed``)."""
+    import random
+
+    from taskforge.reward.canaries import plant_canaries
+
+    rel = "tests/test_hook.py"
+    source = ("from importlib import import_module\n\nfrom lib import f\n\n\ndef load():\n"
+              "    return import_module('dummy')\n\n\ndef test_via_helper():\n    assert load().hooked\n\n\n"
+              "def test_plain():\n    assert f(1)\n\n\ndef test_hidden():\n    assert f(2) == 'x2'\n")
+    p2p = [f"{rel}::test_via_helper", f"{rel}::test_plain"]
+    plain = 0
+    for seed in range(30):
+        ws = tmp_path / str(seed)
+        (ws / "tests").mkdir(parents=True)
+        (ws / rel).write_text(source)
+        plan = plant_canaries(ws, [rel], pass_to_pass=p2p, fail_to_pass=[f"{rel}::test_hidden"], rng=random.Random(seed))
+        copied = [src for n, src in plan.sources.items() if plan.expect[n] == "pass" and n.startswith(rel)]
+        assert all("load()" not in c for c in copied), copied
+        plain += sum("f(1)" in c for c in copied)
+    assert plain  # the other test is still copied
+
+
+def test_a_must_fail_copy_may_error_only_where_its_original_errored(tmp_path: Path) -> None:
+    """typeguard 4.6.1: a module-scoped fixture calls the stubbed ``instrument``, so in the empty-patch grading
+    every test of test_instrumentation.py errors in setup, a must-fail copy too ("reported error, expected
+    failed": 3 candidates rejected ``empty_patch_flagged``). A copy that errors as its original does is honest;
+    one that errors while its original passes, or that no original vouches for, is still a problem."""
+    import random
+
+    from taskforge.reward.canaries import plant_canaries
+
+    rel = "tests/test_fix.py"
+    source = ("import pytest\n\nfrom lib import f\n\n\n@pytest.fixture\ndef made():\n    return f(0)\n\n\n"
+              "def test_hidden(made):\n    assert f(2) == 'x2'\n\n\ndef test_other(made):\n    assert f(3)\n")
+    seen = 0
+    for seed in range(20):
+        ws = tmp_path / str(seed)
+        (ws / "tests").mkdir(parents=True)
+        (ws / rel).write_text(source)
+        plan = plant_canaries(ws, [rel], pass_to_pass=[f"{rel}::test_other"], fail_to_pass=[f"{rel}::test_hidden"],
+                              rng=random.Random(seed))
+        copies = [n for n, w in plan.expect.items() if w == "fail" and plan.origins.get(n)]
+        if not copies:
+            continue
+        seen += 1
+        origin = plan.origins[copies[0]][0]
+        honest = {n: ("passed" if w == "pass" else "failed") for n, w in plan.expect.items()}
+        assert plan.verify({**honest, copies[0]: "error", origin: "error"}, (), finished=True) == []
+        assert plan.verify({**honest, copies[0]: "error", origin: "passed"}, (), finished=True)
+        assert plan.verify({**honest, copies[0]: "error"}, (), finished=True)  # the original did not run
+        lone = next((n for n, w in plan.expect.items() if w == "fail" and n not in plan.origins), None)
+        if lone is not None:  # a planted function of its own: nothing it mirrors
+            assert plan.verify({**honest, lone: "error", origin: "error"}, (), finished=True)
+    assert seen >= 10
+
+
 def test_two_values_the_test_builds_itself_are_not_changed() -> None:
     """jinja2 3.1.6's ``und1 = Undefined(name="x"); und2 = Undefined(name="y"); assert und1 == und2``: the class's
     equality ignores the name, so a copy with ``name="t"`` passed on the gold patch (canary_failed, tampering) and

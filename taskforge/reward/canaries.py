@@ -79,6 +79,8 @@ class CanaryPlan:
     files: tuple[str, ...] = ()  # workspace-relative files holding canaries
     standalone: str = ""  # the canary file that imports nothing of the project
     sources: Mapping[str, str] = field(default_factory=dict)  # node id -> the planted function's source
+    # copy's node id -> the node ids its original is collected under (the copy shares its fixtures and setup)
+    origins: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # the chance that a forger who reads the files picks every original out of its block of changed copies
     # (the product over the blocks; 1.0: no stub caller with an expected literal, nothing to pick)
     forge_chance: float = 1.0
@@ -111,6 +113,9 @@ class CanaryPlan:
                 if want == "fail":
                     if got in ("passed", "xpassed", "xfailed"):
                         problems.append(f"must-fail canary {nodeid} reported {got}")
+                    elif got == "error" and any("error" in by_function.get(o.split("[", 1)[0], ())
+                                                for o in self.origins.get(nodeid, ())):
+                        continue  # its original errored too (a fixture the broken code fails): as an honest run
                     elif got != "failed" and not excused:
                         problems.append(f"must-fail canary {nodeid} reported {got}, expected failed")
                 elif got != "passed" and not (excused and got in ("error", "missing")):
@@ -526,21 +531,32 @@ def _units_of(source: str) -> tuple[dict[str, tuple[ast.FunctionDef, list[int]]]
 
 
 _WARNS = frozenset({"warns", "deprecated_call", "assertWarns", "assertWarnsRegex", "catch_warnings"})
+_IMPORTS = frozenset({"import_module", "__import__", "reload"})
 
 
-def _first_time_only(fn: ast.FunctionDef) -> bool:
+def _first_time_only(fn: ast.FunctionDef | ast.AsyncFunctionDef, importing: frozenset[str] = frozenset()) -> bool:
     """A test that may pass only the first time it runs in a process: it imports inside its body (a module's
-    lazy ``__getattr__`` runs, warns and caches once) or expects a warning (one shown once per place). A
+    lazy ``__getattr__`` runs, warns and caches once), directly or through ``importing`` (the file's own
+    functions that import: ``_importing_helpers``), or expects a warning (one shown once per place). A
     must-pass copy of it runs second: prettytable 3.19's ``test_function`` checks that importing
-    ``OptionsType`` warns, and its copy failed (1 gold grading in 6 of a task scored 0, ``canary_failed``)."""
+    ``OptionsType`` warns, and its copy failed (1 gold grading in 6 of a task scored 0, ``canary_failed``);
+    typeguard 4.6.1's ``test_debug_instrumentation`` imports through ``import_dummymodule()``, which leaves the
+    module in ``sys.modules``, so its copy saw no instrumentation output (a gold grading scored 0)."""
     for node in ast.walk(fn):
         if isinstance(node, ast.Import | ast.ImportFrom):
             return True
         if isinstance(node, ast.Call):
             func = node.func
-            if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in _WARNS:
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in _WARNS or name in _IMPORTS or (isinstance(func, ast.Name) and name in importing):
                 return True
     return False
+
+
+def _importing_helpers(tree: ast.Module) -> frozenset[str]:
+    """The module-level functions of a test file that import (``_first_time_only``'s helpers)."""
+    return frozenset(n.name for n in tree.body if isinstance(n, _FUNCS) and not n.name.startswith("test")
+                     and _first_time_only(n))
 
 
 def _names_itself(fn: ast.FunctionDef) -> bool:
@@ -594,6 +610,7 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         per_host[hosts[i % len(hosts)][0]].append(outcomes[i])
     expect: dict[str, str] = {}
     sources: dict[str, str] = {}
+    origins: dict[str, str] = {}  # copy -> its original (home ids)
     files: list[str] = []
     standalone_wants = list(outcomes[n_inline:])
     chance = 1.0
@@ -608,9 +625,10 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         f2p_ids = {n.split("::", 1)[1].split("[")[0] for n in f2p if n.startswith(rel + "::")}
         p2p_ids = {n.split("::", 1)[1].split("[")[0] for n in p2p if n.startswith(rel + "::")}
         units = {k: v for k, v in units.items() if (rel, k) not in slow}
+        importing = _importing_helpers(tree)
         passing = [k for k, (fn, _) in sorted(units.items()) if k in p2p_ids and k not in f2p_ids
                    and not fn.decorator_list and k not in ends_alone and not _names_itself(fn)
-                   and not _first_time_only(fn)]
+                   and not _first_time_only(fn, importing)]
         open_ended = [k for k in sorted(units) if k not in ends_alone]
         # the stub's callers first, else another requested test: a unit nobody asked for may never run here
         # (attrs' ``TestReplace`` is skipped below Python 3.13: a canary copied into it reported skipped,
@@ -633,8 +651,10 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         words = _words_of(names)
         inserts: dict[int, list[str]] = {}
         for key in twinned:
+            before = set(expect)
             chance *= _twins(source, units[key][0], key, rel, rng, strict_eq, per_block, (names, taken),
                              inserts, (expect, sources))
+            origins.update({n: f"{rel}::{key}" for n in expect if n not in before})
         for want in per_host[rel]:
             if want == "pass" and not passing:
                 standalone_wants.append(want)  # nothing here passes on its own for sure
@@ -660,6 +680,7 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
                 else:
                     func = _copy(source, fn, name, _check(rng, words, holds=False) if want == "fail" else "")
                 nodeid = f"{rel}::{key.rsplit('::', 1)[0]}::{name}" if "::" in key else f"{rel}::{name}"
+                origins[nodeid] = f"{rel}::{key}"
             else:
                 func, points, nodeid = f"def {name}():\n    {_check(rng, words, holds=False)}\n", \
                     _insert_points(tree), f"{rel}::{name}"
@@ -694,11 +715,13 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
     (workspace / standalone).write_text("\n\n".join(chunks), encoding="utf-8")
     files.append(standalone)
     module = write_plugin(workspace, src_root, allowed_plugin_files, strict_eq, template, seal=seal)
+    collected_origins = {c: tuple(homes.collected(o, known)) for n, o in origins.items()
+                         for c in homes.collected(n, known)}
     if homes.moved:
         expect = {c: want for n, want in expect.items() for c in homes.collected(n, known)}
         sources = {c: text for n, text in sources.items() for c in homes.collected(n, known)}
     return CanaryPlan(expect=expect, plugin_module=module, files=tuple(files), standalone=standalone,
-                      sources=sources, forge_chance=chance)
+                      sources=sources, forge_chance=chance, origins=collected_origins)
 
 
 def _top_level(chunk: str) -> bool:
