@@ -158,3 +158,32 @@ def test_an_empty_patch_grading_flagged_with_every_test_as_expected_has_its_own_
     res.outcomes["t.py::test_p"] = "failed"
     assert _Validation._contract_reject(fake, "empty_patch", 1, res, graded)[0] \
         is RejectReason.SUITE_RED_AFTER_DELETION  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("check", "hidden_s", "kept"), [
+    ("passed", 30.0, False),  # most of the suite, vouched for by the grading check: left out
+    ("dropped", 30.0, False),
+    ("error", 30.0, True),  # nothing vouches for them
+    (None, 30.0, True),
+    ("passed", 1.5, True),  # cheap: graded anyway (one more canary draw on the gold code)
+])
+def test_the_first_gold_grading_leaves_out_a_big_hidden_file_the_grading_check_vouched_for(
+        check: str | None, hidden_s: float, kept: bool) -> None:
+    """pyparsing 3.3.3: tests/test_unit.py holds ~1,900 of its 2,094 tests, so the first gold grading of every
+    candidate with a hidden test there ran ~the whole suite (38 s) for the hidden file's PASS_TO_PASS tests."""
+    from types import SimpleNamespace
+
+    from taskforge.core.settings import Settings
+    from taskforge.core.test_homes import Homes
+    from taskforge.profile.baseline import Baseline, GradingCheck
+    from taskforge.validate.steps import _Validation
+
+    p2p = tuple(f"tests/test_unit.py::test_{i}" for i in range(30))
+    durations = {**dict.fromkeys(p2p, hidden_s / len(p2p)), **{f"tests/test_other.py::test_{i}": 0.1 for i in range(40)}}
+    baseline = Baseline(runs=1, passed=frozenset(durations), failed=frozenset(), flaky=frozenset(),
+                        skipped=frozenset(), durations=durations,
+                        grading_check=GradingCheck(check) if check else None)
+    fake = SimpleNamespace(profile=SimpleNamespace(baseline=baseline), settings=Settings(), naive=False)
+    task = SimpleNamespace(pass_to_pass=(*p2p, "tests/test_other.py::test_0"))
+    got = _Validation._hidden_files_p2p(fake, task, {"tests/test_unit.py"}, Homes())  # type: ignore[arg-type]
+    assert got == (p2p if kept else ())

@@ -38,6 +38,11 @@ class Settings:
                                      "copy (every grading would run each copy: a block of 15 copies of decorator's "
                                      "5.8 s documentation test added ~90 s to each); without a copy it guards "
                                      "nothing, and max_forge_chance counts that.", 2.0)
+    first_gold_hidden_share: float = _doc("At validation, the first gold grading also runs the PASS_TO_PASS tests of "
+                                          "the hidden tests' files (where the grading harness edits) when their "
+                                          "baseline time is at most this share of the suite's, or at most 2 s, or no "
+                                          "grading check vouches for them (pyparsing's test_unit.py holds 1,900 of its "
+                                          "2,094 tests: every gold grading ran ~the whole suite).", 0.25)
     max_forge_chance: float = _doc("At validation, reject a task when a forger that rewrites the runner's records, "
                                    "passing the tests its stand-in ran and telling look-alike copies apart by "
                                    "reading the hidden files, would pass more than this share of gradings "

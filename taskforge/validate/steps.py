@@ -543,8 +543,9 @@ class _Validation:
         Repeat 1 grades the gold patch first: it is the smaller grading and the likelier to reject. It also
         grades the PASS_TO_PASS tests of the hidden files (the files the grading harness edits: canaries,
         strict equality), where tests red in the empty-patch grading mostly are (their files are collected
-        for the hidden tests anyway, so they cost little); a red one it did not grade makes repeat 1 grade
-        the gold patch again.
+        for the hidden tests anyway, so they cost little), unless they are most of the suite and the grading
+        check vouches for them (``_hidden_files_p2p``); a red one it did not grade makes repeat 1 grade the
+        gold patch again.
         """
         from taskforge.reward.workspace import DirectoryTrees
 
@@ -558,8 +559,7 @@ class _Validation:
                 # by the files that define the tests (lark collects every test in tests/__main__.py: by the
                 # collected file, this was the whole suite)
                 hidden_files = {homes.home(n).split("::", 1)[0] for n in task.fail_to_pass}
-                first_gold = tuple(sorted(set(affected_p2p) | {n for n in task.pass_to_pass
-                                                               if homes.home(n).split("::", 1)[0] in hidden_files}))
+                first_gold = tuple(sorted(set(affected_p2p) | set(self._hidden_files_p2p(task, hidden_files, homes))))
                 if (verdict := self._gold(task, first_gold, repeat, trees, t)) is not None:
                     return verdict
             t = time.monotonic()
@@ -595,6 +595,19 @@ class _Validation:
             if (verdict := self._gold(task, gold_p2p, repeat, trees, t)) is not None:
                 return verdict
         return None
+
+    def _hidden_files_p2p(self, task: Task, hidden_files: set[str], homes: Homes) -> tuple[str, ...]:
+        """The PASS_TO_PASS tests of ``hidden_files`` the first gold grading runs: all of them, unless the
+        profile's grading check graded them under the harness already (canaries and strict equality in every
+        test file, on the original: the gold code) and they cost more than ``first_gold_hidden_share`` of the
+        suite and 2 s. Those left out and red in the empty-patch grading are graded on the gold patch then."""
+        tests = tuple(n for n in task.pass_to_pass if homes.home(n).split("::", 1)[0] in hidden_files)
+        baseline = self.profile.baseline
+        check = baseline.grading_check
+        if self.naive or check is None or check.status not in ("passed", "dropped"):
+            return tests
+        cost = baseline.suite_seconds(tests)
+        return tests if cost <= max(2.0, self.settings.first_gold_hidden_share * baseline.suite_seconds()) else ()
 
     def _gold(self, task: Task, p2p: tuple[str, ...], repeat: int, trees: Any, t: float) -> CandidateResult | None:
         """Grade the gold patch on FAIL_TO_PASS + ``p2p`` as an agent's patch is graded: it must score 1."""
