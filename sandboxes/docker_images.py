@@ -112,9 +112,9 @@ def tar_bytes(files: Mapping[str, bytes], *, uid: int = 0, mode: int = 0o644, di
         if extra_tar:
             with tarfile.open(fileobj=io.BytesIO(extra_tar)) as src:
                 for member in src.getmembers():
-                    data = src.extractfile(member) if member.isfile() else None
+                    fileobj = src.extractfile(member) if member.isfile() else None
                     member.name = extra_prefix + member.name
-                    tar.addfile(member, data)
+                    tar.addfile(member, fileobj)
     return buf.getvalue()
 
 

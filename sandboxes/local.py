@@ -245,7 +245,7 @@ class LocalSandbox:
             full = isolation.isolated_argv(argv, mounts=mounts, limits=limits, scope=scope, cwd=workspace,
                                            env=child_env)
             return run_channel(full, request.timeout_s, env={"PATH": "/usr/bin:/bin"}, pass_fds=scope.pass_fds,
-                               kill=lambda: scope.kill_all())
+                               kill=lambda: None if scope.kill_all() else None)
 
 
 # --- pieces shared with other backends (the docker sandbox builds the same request) -----------------

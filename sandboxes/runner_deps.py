@@ -87,7 +87,7 @@ def runner_chain(requires: Mapping[str, Sequence[str]], plugins: Iterable[str] =
 
 
 def _marker_environment(python_version: str) -> dict[str, str]:
-    env = dict(default_environment(), extra="")
+    env: dict[str, str] = {**{k: str(v) for k, v in default_environment().items()}, "extra": ""}
     if python_version:
         env.update(python_full_version=python_version, python_version=".".join(python_version.split(".")[:2]))
     return env

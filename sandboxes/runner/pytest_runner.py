@@ -360,9 +360,9 @@ def _coverage_write(cov: Any, path: str) -> None:
     for rel, by_line in sorted(merged.items()):
         # "" is the context outside every test: collection, imports, session hooks (what runs there, a stub
         # of it breaks collection); the parent keeps it apart from the tests
-        lines = {str(ln): sorted(ctxs) for ln, ctxs in sorted(by_line.items()) if ctxs}
-        if lines:
-            out[rel] = lines
+        contexts = {str(ln): sorted(ctxs) for ln, ctxs in sorted(by_line.items()) if ctxs}
+        if contexts:
+            out[rel] = contexts
     _write_json(path, out)
     if children is not None:
         shutil.rmtree(children.dir, ignore_errors=True)
@@ -419,7 +419,7 @@ class PlainRewrite:
         self.files = frozenset(os.path.abspath(f) for f in files)
 
     def pytest_collection(self, session: Any) -> None:
-        hook = next((h for h in sys.meta_path if type(h).__name__ == "AssertionRewritingHook"), None)
+        hook: Any = next((h for h in sys.meta_path if type(h).__name__ == "AssertionRewritingHook"), None)
         decide = getattr(hook, "_should_rewrite", None)
         if hook is None or decide is None or not hasattr(hook, "session"):
             return
@@ -870,7 +870,10 @@ def main(argv: list[str]) -> int:
     if request.get("grading"):
         import _pytest.runner
 
-        _pytest.runner._update_current_test_var = lambda item, when: os.environ.pop("PYTEST_CURRENT_TEST", None)
+        def _unset_current_test(item: Any, when: Any) -> None:
+            os.environ.pop("PYTEST_CURRENT_TEST", None)
+
+        _pytest.runner._update_current_test_var = _unset_current_test
 
     plugins: list[Any] = [DuplicateIds()]
     args, nodeids, paths = _split_nodeids(args)

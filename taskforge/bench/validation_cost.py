@@ -50,17 +50,19 @@ def package_cost(dataset: Path, suite_s: float | None) -> dict[str, Any]:
     """The cost figures of one package's journal (module docstring); ``suite_s`` None: seconds only."""
     journal = [e for _t, e in read_journal(dataset)]
     tasks = [e["task"] for e in journal if e.get("task")]
-    by_check: Counter[str] = Counter()
+    by_check: dict[str, float] = {}
     runs_per_check: Counter[str] = Counter()
     for task in tasks:
         for run in _runs(task):
             check = str(run.get("check", "?"))
-            by_check["battery" if check.startswith("battery_") else check] += float(run.get("seconds", 0.0))
+            key = "battery" if check.startswith("battery_") else check
+            by_check[key] = by_check.get(key, 0.0) + float(run.get("seconds", 0.0))
             runs_per_check["battery" if check.startswith("battery_") else check] += 1
-    rejected: Counter[str] = Counter()
+    rejected: dict[str, float] = {}
     for e in journal:
         if e.get("rejected"):
-            rejected[str(e["rejected"].get("reason", "?"))] += float(e.get("test_seconds", 0.0))
+            reason = str(e["rejected"].get("reason", "?"))
+            rejected[reason] = rejected.get(reason, 0.0) + float(e.get("test_seconds", 0.0))
     test_s = sum(float(e.get("test_seconds", 0.0)) for e in journal)
     n = len(tasks)
 
@@ -70,9 +72,14 @@ def package_cost(dataset: Path, suite_s: float | None) -> dict[str, Any]:
     return {"suite_s": suite_s, "decided": len(journal), "accepted": n, "test_s": round(test_s, 2),
             "suite_eq_per_task": eq(test_s),
             "accepted_test_s": round(sum(float(e.get("test_seconds", 0.0)) for e in journal if e.get("task")), 2),
-            "accepted_by_check": {k: eq(v) for k, v in by_check.most_common()},
+            "accepted_by_check": {k: eq(v) for k, v in _most_first(by_check)},
             "runs_per_task": {k: round(v / n, 2) for k, v in runs_per_check.most_common()} if n else {},
-            "rejected_by_reason": {k: eq(v) for k, v in rejected.most_common() if v > 0}}
+            "rejected_by_reason": {k: eq(v) for k, v in _most_first(rejected) if v > 0}}
+
+
+def _most_first(totals: dict[str, float]) -> list[tuple[str, float]]:
+    """``Counter.most_common`` for float totals (ties keep insertion order)."""
+    return sorted(totals.items(), key=lambda kv: -kv[1])
 
 
 def corpus_cost(out: Path) -> dict[str, Any]:

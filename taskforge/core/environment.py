@@ -54,7 +54,8 @@ class EnvSpec:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> EnvSpec:
-        kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k in cls.__dataclass_fields__}
+        kw: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()
+                              if k in cls.__dataclass_fields__}
         return cls(**kw)
 
 

@@ -358,8 +358,8 @@ def plan_for(files: Mapping[str, str], fail_to_pass: Iterable[str], seals: Mappi
     texts = {rel: seal_source(files[rel], rel, units_wanted, name, probe=probe, tokens=tokens)
              for rel, units_wanted in wanted.items() if rel in files}
     by_site: dict[str, list[str]] = {}
-    for token, site in tokens.items():
-        by_site.setdefault(site.site, []).append(token)
+    for token, sealed in tokens.items():
+        by_site.setdefault(sealed.site, []).append(token)
     # a site the task names that its file no longer has seals nothing and is required of no test
     required = {} if probe else {str(n): need for n, site_ids in (seals or {}).items()
                                  if (need := tuple(t for s in site_ids for t in by_site.get(str(s), ())))}

@@ -379,11 +379,11 @@ class _Validation:
                 report = self.run_tests(ws, hidden_checks if not self.naive else p2p, "p2p_broken", 1)
                 t = self.lap("hidden_ws", t)
                 red = [n for n in (p2p if self.naive else hidden_checks) if not report.outcome_of(n).ok]
-                broken_files = sorted({n.split("::", 1)[0] for n in red}
-                                      & set(new_collection_errors(report.collection_errors, self.profile.baseline)))
-                if broken_files:
+                uncollected = sorted({n.split("::", 1)[0] for n in red}
+                                     & set(new_collection_errors(report.collection_errors, self.profile.baseline)))
+                if uncollected:
                     return self.reject(RejectReason.IMPORT_BROKEN, f"test files no longer collect on the broken "
-                                       f"workspace: {broken_files[:3]}: {report.output_tail[-400:]}")
+                                       f"workspace: {uncollected[:3]}: {report.output_tail[-400:]}")
                 if red:
                     return self.reject(RejectReason.SUITE_RED_AFTER_DELETION,
                                        f"PASS_TO_PASS tests fail without the feature (the check stops at the "
