@@ -73,12 +73,11 @@ def test_marshmallow_import_time_uses_cover_and_reject_up_front(marshmallow: tup
     covering = covering_tests(lst, profile)
     # tests/base.py's schemas build fields.List at import; conftest imports it: every test needs it
     assert "tests/test_context.py::TestContext::test_context_function" in covering - by_body
-    start = time.monotonic()
     res = validate_candidate(CandidateJob(str(pdir), _candidate(profile, "delete:marshmallow.fields.Mapping"),
                                           _settings().to_dict()))
     assert res.rejected is not None and res.rejected.reason is RejectReason.IMPORT_BROKEN, res.outcome
-    assert "import time" in res.rejected.detail and res.runs == 0  # decided without a test run
-    assert time.monotonic() - start < 30
+    # decided without a test run (counted, not timed: a wall-clock bound failed a CI run on a loaded machine)
+    assert "import time" in res.rejected.detail and res.runs == 0 and res.test_seconds == 0.0
 
 
 def test_markdown_subtest_records_are_merged_not_forged(markdown: tuple[object, Path]) -> None:
