@@ -576,31 +576,38 @@ def test_a_test_that_may_pass_only_once_per_process_gets_no_must_pass_copy(tmp_p
     """prettytable 3.19's ``TestDeprecations::test_function`` checks that importing ``OptionsType`` warns; the
     module's lazy ``__getattr__`` warns once, so a must-pass copy running after it failed (``canary_failed`` on
     the gold patch, 1 grading in 6). Tests that import in their body or expect a warning are not copied."""
-    import random
 
-    from taskforge.reward.canaries import plant_canaries
 
     rel = "tests/test_p.py"
     source = ("import pytest\n\nfrom lib import f\n\n\ndef test_once():\n    with pytest.deprecated_call():\n"
               "        from lib import Old\n\n\ndef test_import():\n    import lib.sub\n    assert lib.sub\n\n\n"
               "def test_plain():\n    assert f(1)\n\n\ndef test_hidden():\n    assert f(2) == 'x2'\n")
     p2p = [f"{rel}::test_once", f"{rel}::test_import", f"{rel}::test_plain"]
+    for copied in _must_pass_copies(tmp_path, rel, source, p2p, f"{rel}::test_hidden"):
+        assert all("deprecated_call" not in c and "import lib.sub" not in c for c in copied), copied
+
+
+def _must_pass_copies(tmp: Path, rel: str, source: str, p2p: list[str], hidden: str) -> list[list[str]]:
+    """The sources of the must-pass copies planted in ``rel`` (holding ``source``), one list per seed of 30."""
+    import random
+
+    from taskforge.reward.canaries import plant_canaries
+
+    out = []
     for seed in range(30):
-        ws = tmp_path / str(seed)
+        ws = tmp / str(seed)
         (ws / "tests").mkdir(parents=True)
         (ws / rel).write_text(source)
-        plan = plant_canaries(ws, [rel], pass_to_pass=p2p, fail_to_pass=[f"{rel}::test_hidden"], rng=random.Random(seed))
-        copied = [src for n, src in plan.sources.items() if plan.expect[n] == "pass" and n.startswith(rel)]
-        assert all("deprecated_call" not in c and "import lib.sub" not in c for c in copied), copied
+        plan = plant_canaries(ws, [rel], pass_to_pass=p2p, fail_to_pass=[hidden], rng=random.Random(seed))
+        out.append([src for n, src in plan.sources.items() if plan.expect[n] == "pass" and n.startswith(rel)])
+    return out
 
 
 def test_a_test_that_imports_through_a_helper_of_its_file_gets_no_must_pass_copy(tmp_path: Path) -> None:
     """typeguard 4.6.1's ``test_debug_instrumentation`` imports through the file's ``import_dummymodule()`` and
     leaves the module in ``sys.modules``: a must-pass copy running second saw no instrumentation output, and a
     gold grading of check_argument_types_internal scored 0 (``canary_failed``)."""
-    import random
 
-    from taskforge.reward.canaries import plant_canaries
 
     rel = "tests/test_hook.py"
     source = ("from importlib import import_module\n\nfrom lib import f\n\n\ndef load():\n"
@@ -608,12 +615,7 @@ def test_a_test_that_imports_through_a_helper_of_its_file_gets_no_must_pass_copy
               "def test_plain():\n    assert f(1)\n\n\ndef test_hidden():\n    assert f(2) == 'x2'\n")
     p2p = [f"{rel}::test_via_helper", f"{rel}::test_plain"]
     plain = 0
-    for seed in range(30):
-        ws = tmp_path / str(seed)
-        (ws / "tests").mkdir(parents=True)
-        (ws / rel).write_text(source)
-        plan = plant_canaries(ws, [rel], pass_to_pass=p2p, fail_to_pass=[f"{rel}::test_hidden"], rng=random.Random(seed))
-        copied = [src for n, src in plan.sources.items() if plan.expect[n] == "pass" and n.startswith(rel)]
+    for copied in _must_pass_copies(tmp_path, rel, source, p2p, f"{rel}::test_hidden"):
         assert all("load()" not in c for c in copied), copied
         plain += sum("f(1)" in c for c in copied)
     assert plain  # the other test is still copied
