@@ -576,8 +576,6 @@ def test_a_test_that_may_pass_only_once_per_process_gets_no_must_pass_copy(tmp_p
     """prettytable 3.19's ``TestDeprecations::test_function`` checks that importing ``OptionsType`` warns; the
     module's lazy ``__getattr__`` warns once, so a must-pass copy running after it failed (``canary_failed`` on
     the gold patch, 1 grading in 6). Tests that import in their body or expect a warning are not copied."""
-
-
     rel = "tests/test_p.py"
     source = ("import pytest\n\nfrom lib import f\n\n\ndef test_once():\n    with pytest.deprecated_call():\n"
               "        from lib import Old\n\n\ndef test_import():\n    import lib.sub\n    assert lib.sub\n\n\n"
@@ -607,8 +605,6 @@ def test_a_test_that_imports_through_a_helper_of_its_file_gets_no_must_pass_copy
     """typeguard 4.6.1's ``test_debug_instrumentation`` imports through the file's ``import_dummymodule()`` and
     leaves the module in ``sys.modules``: a must-pass copy running second saw no instrumentation output, and a
     gold grading of check_argument_types_internal scored 0 (``canary_failed``)."""
-
-
     rel = "tests/test_hook.py"
     source = ("from importlib import import_module\n\nfrom lib import f\n\n\ndef load():\n"
               "    return import_module('dummy')\n\n\ndef test_via_helper():\n    assert load().hooked\n\n\n"
