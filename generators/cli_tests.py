@@ -113,9 +113,10 @@ def _spawning_tests(test_files: Any, root: Path, pattern: re.Pattern[str], keep_
             tree = pyparse.parse(text)
         except SyntaxError:
             continue
+        segment_of = pyparse.source_segments(text)
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
-                segment = ast.get_source_segment(text, node) or ""
+                segment = segment_of(node) or ""
                 if pattern.search(segment):
                     out[(rel, node.name)] = segment
     return out if keep_text else set(out)

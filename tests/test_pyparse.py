@@ -61,3 +61,19 @@ def test_threads_parsing_through_pyparse_never_see_the_recursion_depth_mismatch(
         bare = subprocess.run([sys.executable, str(script), "bare", "60"], capture_output=True, text=True,
                               timeout=120, check=True)
         assert int(bare.stdout.strip()) > 0, "the stress no longer reproduces gh-106905; the test proves nothing"
+
+
+def test_source_segments_equal_get_source_segment_for_every_node() -> None:
+    """``pyparse.source_segments`` splits once what ``ast.get_source_segment`` splits per call (quadratic: a
+    minute of every grading of pycparser's sealed tasks); it must cut the very same text."""
+    import ast
+
+    from taskforge.core.pyparse import source_segments
+
+    sources = ["x = 1\r\ny = (\r\n  2,\r\n)\r\n", "s = 'é€'\nt = ('ü',\n     'x')\f\nz = [1,\n 2]", "a\rb = 3\r",
+               *[text for p in sorted((ROOT / "taskforge" / "reward").glob("*.py"))
+                 if len(text := p.read_text(encoding="utf-8")) < 12_000][:4]]  # the reference is quadratic
+    for source in sources:
+        segment = source_segments(source)
+        for node in ast.walk(ast.parse(source)):
+            assert segment(node) == ast.get_source_segment(source, node), (source[:40], ast.dump(node)[:80])

@@ -240,6 +240,7 @@ def _sides(stmt: ast.stmt) -> tuple[ast.expr, ast.expr] | None:
 def sites(source: str, tree: ast.Module, wanted: Iterable[str]) -> list[tuple[str, ast.stmt, ast.expr, ast.expr]]:
     """(site id tail ``unit#index``, statement, got, expected) of every sealable assertion of the ``wanted`` units."""
     lines = source.splitlines()
+    segment = pyparse.source_segments(source)
     found = []
     table = units(tree)
     homes: dict[str, ast.FunctionDef] = {}  # where each wanted test is defined: an inherited one, once
@@ -261,7 +262,7 @@ def sites(source: str, tree: ast.Module, wanted: Iterable[str]) -> list[tuple[st
                 and (index + 1 == len(body) or body[index + 1].lineno > end) \
                 and not lines[stmt.lineno - 1].encode("utf-8")[:stmt.col_offset].strip() \
                 and stmt.lineno > fn.lineno
-            text = ast.get_source_segment(source, sides[1]) or ""
+            text = segment(sides[1]) or ""
             if not alone or len(text) > MAX_LITERAL:
                 continue
             try:
@@ -311,14 +312,15 @@ def seal_source(source: str, rel: str, wanted: Mapping[str, Iterable[str] | None
     except (SyntaxError, ValueError):
         return source
     lines = source.splitlines(keepends=True)
+    segment = pyparse.source_segments(source)
     edits = []
     for tail, stmt, got, expected in sites(source, tree, wanted):
         site = f"{rel}::{tail}"
         allowed = wanted.get(tail.split("#", 1)[0])
         if allowed is not None and site not in set(allowed):
             continue
-        got_text = ast.get_source_segment(source, got)
-        expected_text = ast.get_source_segment(source, expected)
+        got_text = segment(got)
+        expected_text = segment(expected)
         if got_text is None or expected_text is None:
             continue
         token = secrets.token_hex(6)
