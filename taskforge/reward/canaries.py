@@ -651,10 +651,8 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         words = _words_of(names)
         inserts: dict[int, list[str]] = {}
         for key in twinned:
-            before = set(expect)
             chance *= _twins(source, units[key][0], key, rel, rng, strict_eq, per_block, (names, taken),
-                             inserts, (expect, sources))
-            origins.update({n: f"{rel}::{key}" for n in expect if n not in before})
+                             inserts, (expect, sources, origins))
         for want in per_host[rel]:
             if want == "pass" and not passing:
                 standalone_wants.append(want)  # nothing here passes on its own for sure
@@ -759,7 +757,7 @@ def _copies_per_block(blocks: int) -> int:
 
 def _twins(source: str, fn: ast.FunctionDef, key: str, rel: str, rng: random.Random, strict: str, count: int,
            naming: tuple[set[str], set[str]], inserts: dict[int, list[str]],
-           plan: tuple[dict[str, str], dict[str, str]]) -> float:
+           plan: tuple[dict[str, str], dict[str, str], dict[str, str]]) -> float:
     """Plant ``count`` must-fail copies of the stub caller ``fn`` (``_mutated``; fewer when its literal has
     fewer values one character away: a digit has 8) around it: a drawn number of them right before it, the rest right
     after, so its place in the block of look-alikes is uniform. Returns the chance that a forger who passes
@@ -769,7 +767,7 @@ def _twins(source: str, fn: ast.FunctionDef, key: str, rel: str, rng: random.Ran
     look-alikes (``tests/redteam_hacks.py``, ``adjacent_twin_forge``: 1.0 in 6 of 8 gradings of inflection's
     pluralize task, whose one changeable stub caller made the only pair)."""
     names, taken = naming
-    expect, sources = plan
+    expect, sources, origins = plan
     copy_names = [_names_from(names, rng, taken) for _ in range(count)]
     copies = _mutated(source, fn, copy_names, rng, strict)
     if copies is None:
@@ -784,6 +782,7 @@ def _twins(source: str, fn: ast.FunctionDef, key: str, rel: str, rng: random.Ran
         nodeid = f"{rel}::{key.rsplit('::', 1)[0]}::{name}" if "::" in key else f"{rel}::{name}"
         expect[nodeid] = "fail"
         sources[nodeid] = func
+        origins[nodeid] = f"{rel}::{key}"
     return 1.0 / (len(copies) + 1)
 
 
@@ -809,7 +808,7 @@ def forge_chance(files: Mapping[str, str], fail_to_pass: Iterable[str], strict: 
     text_of = dict(files)
     for rel, key in blocks:
         fn = _units_of(text_of[rel])[0][key][0]
-        chance *= _twins(text_of[rel], fn, key, rel, rng, strict, count, (set(), set()), {}, ({}, {}))
+        chance *= _twins(text_of[rel], fn, key, rel, rng, strict, count, (set(), set()), {}, ({}, {}, {}))
     return chance
 
 
