@@ -12,6 +12,9 @@ Every run is killed after ``run_limit_s`` (k x the baseline's slowest suite run 
    runner imports itself (``EnvSpec.runner_files`` -> ``RUNNER_MODULE``) (no sandbox run). When the
    deleted names are gone (delete, module), the test files whose import uses them
    (``generators.import_time``) join the covering tests; if that is every test file -> ``IMPORT_BROKEN``.
+   When the deleted or stubbed code ran outside every test in the coverage run (a test module's import
+   runs it), the broken workspace is collected once (``collect_broken``): the files that no longer collect
+   join the covering tests the same way.
 2. ``early``: covering + affected on the broken code with the tests intact (one small run).
    FAIL_TO_PASS = covering tests that now fail. None -> ``NO_FAIL_TO_PASS``; nothing reported ->
    ``IMPORT_BROKEN``. Other red tests are *suspects* (they may pass once the hidden tests are gone).
@@ -239,7 +242,7 @@ class _Validation:
                if float(durations.get(n, 0.0)) > p90}
         return deadline(p90), own
 
-    def _collected(self, workspace: Path) -> tuple[frozenset[str], tuple[str, ...]]:
+    def _collected(self, workspace: Path, check: str = "collect_hidden") -> tuple[frozenset[str], tuple[str, ...]]:
         """Node ids pytest collects from the whole suite of ``workspace``, and files that fail to collect."""
         from sandboxes.protocol import RunRequest
 
@@ -248,8 +251,31 @@ class _Validation:
                                RunRequest(collect_only=True, timeout_s=self.limit_s))
         self.test_seconds += time.monotonic() - t
         errors = new_collection_errors(out.report.collection_errors, self.profile.baseline)
-        self.runs.append(ValidationRun("collect_hidden", 1, not errors, {}, round(time.monotonic() - t, 3)))
+        self.runs.append(ValidationRun(check, 1, not errors, {}, round(time.monotonic() - t, 3)))
         return out.report.nodeids(), errors
+
+    def _runs_at_collection(self, deletion: Any) -> bool:
+        """Whether the body of a deleted or stubbed function ran outside every test in the coverage run
+        (``CoverageMap.outside``): collection, a test module's import (pyparsing 3.3's test_diagram.py builds
+        grammars from ``examples/`` at import, test_matplotlib_cases.py imports matplotlib, which parses
+        with pyparsing), session hooks. A class or module counts through its functions and methods (a class
+        body always runs at import). Maps without ``outside`` answer False."""
+        index, cov = self.profile.index, self.profile.coverage
+        if index is None or not cov.outside:
+            return False
+        for q in (*deletion.deleted, *deletion.stubbed):
+            if q not in index:
+                continue
+            e = index.entity(q)
+            if e.kind.value in ("function", "method"):
+                inner = [e]
+            else:
+                prefix = "" if e.kind.value == "module" else q + "."
+                inner = [f for f in index.in_file(e.file) if f.kind.value in ("function", "method")
+                         and f.qualname.startswith(prefix)]
+            if any(cov.ran_outside_tests(f) for f in inner):
+                return True
+        return False
 
     def grade(self, task: Task, patch: str, trees: Any, *, trusted: bool = False,
               timeout_s: float | None = None, settings: Settings | None = None,
@@ -315,6 +341,17 @@ class _Validation:
                     return self.reject(RejectReason.IMPORT_BROKEN, "every test module uses the deleted names at "
                                        f"import time (through {sorted(broken_files)[:3]}): no test would be left")
                 covering = tuple(sorted(set(covering) | {n for n in reliable if n.split("::", 1)[0] in broken_files}))
+            if self._runs_at_collection(deletion):
+                # the stubbed code runs while test modules are imported: test files that no longer collect are
+                # broken by the deletion itself, so their tests join FAIL_TO_PASS (a bigger task), where the
+                # collection check after hiding would have charged them to the hiding (pyparsing 3.3: 9 stubs)
+                _, errors = self._collected(ws, "collect_broken")
+                if errors:
+                    broken = set(errors)
+                    if {n.split("::", 1)[0] for n in reliable} <= broken:
+                        return self.reject(RejectReason.IMPORT_BROKEN, "no test module collects without the "
+                                           f"feature (e.g. {sorted(broken)[:3]}): no test would be left")
+                    covering = tuple(sorted(set(covering) | {n for n in reliable if n.split("::", 1)[0] in broken}))
             affected = self._affected(deletion.files_before, deletion.files_after, reliable)
             early = tuple(sorted(set(covering) | affected))
             report = self.run_tests(ws, early, "early_broken", 1)
