@@ -187,7 +187,11 @@ class StaticIndex:
         if owner.kind is EntityKind.CLASS:  # class body, unless inside one of its methods
             return not any(m.kind is EntityKind.METHOD and m.start_line <= r.line <= m.end_line
                            for m in self.members(owner.qualname))
-        return r.line < owner.body_start and r.line < owner.end_line  # decorators, defaults, annotations
+        if not (r.line < owner.body_start and r.line < owner.end_line):
+            return False
+        # the header: decorators run; a bare name in a default or an annotation is only evaluated (pycparser 3.12's
+        # ``lexer: type[CLexer] = CLexer`` constructs no lexer), so it seeds nothing unless decorators share the header
+        return r.kind != "name" or bool(owner.decorators)
 
     # -- serialisation ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

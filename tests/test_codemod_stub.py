@@ -147,3 +147,33 @@ def free():
         assert isinstance(out, Rejected) and out.reason is RejectReason.IMPORT_BROKEN, q
     assert isinstance(StubStrategy().delete(index.entity("m.user"), index, tmp_path), Deletion)
     assert isinstance(StubStrategy().delete(index.entity("m.free"), index, tmp_path), Deletion)
+
+
+def test_a_class_named_as_a_default_value_is_not_run_at_import(tmp_path: Path) -> None:
+    """pycparser 3.12: ``def __init__(self, lexer: type[CLexer] = CLexer)`` evaluates the name and constructs no
+    lexer; the class was refused ``import_broken`` (its constructor counted as run at import). A decorator in
+    a header still runs (and a header with decorators keeps every name, as before)."""
+    files = {"m/__init__.py": '''class Lexer:
+    def __init__(self):
+        self.pos = 0
+        self.tokens = []
+
+
+def deco(fn):
+    return fn
+
+
+class Parser:
+    def __init__(self, lexer: type[Lexer] = Lexer):
+        self.lex = lexer()
+
+    @deco
+    def parse(self, text=""):
+        return self.lex
+'''}
+    patches.write_tree(files, tmp_path)
+    index = build_index(tmp_path, EnvSpec("m", "3.11", ".", package_dirs=("m",)))
+    at_import = index.import_time_entities()
+    assert "m.deco" in at_import  # the decorator runs
+    assert "m.Lexer" not in at_import and "m.Lexer.__init__" not in at_import
+    assert isinstance(StubStrategy().delete(index.entity("m.Lexer"), index, tmp_path), Deletion)
