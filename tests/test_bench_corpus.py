@@ -20,6 +20,7 @@ from taskforge.bench.corpus_report import (
     longest_gaps,
     render_markdown,
     targets,
+    task_verdicts,
 )
 from taskforge.bench.corpus_tree import run_tree
 from taskforge.core.errors import ConfigError
@@ -112,6 +113,21 @@ def test_broken_tasks_do_not_count_as_validated(tmp_path: Path) -> None:
     r = collect("x", "1", dataset=tmp_path, work=tmp_path, log_text="", start=0.0, end=1.0, status="ok", rc=0,
                 cpu_s=1.0, written=written, validate={"status": "broken", "holding": 2, "broken": ["t1"]})
     assert (r.holds, r.validated_distinct) == (2, 2)
+
+
+def test_a_validation_cut_at_its_cap_counts_the_verdicts_it_printed(tmp_path: Path) -> None:
+    """networkx 3.6.1: 7 tasks accepted, `taskforge validate` killed at its CPU cap before its summary line: the
+    row said 0 validated though it had graded some. Each task's verdict is a JSON line as soon as it is known."""
+    log = ("[1/4] t0: holds\n" + json.dumps({"instance_id": "t0", "holds": True, "gold": 1.0, "empty": 0.0}) + "\n"
+           + json.dumps({"instance_id": "t1", "holds": False, "gold": 0.0, "empty": 0.0}) + "\n"
+           + json.dumps({"instance_id": "t2", "holds": True, "gold": 1.0, "empty": 0.0}) + "\n")
+    v = task_verdicts(log)
+    assert v == {"holding": 2, "held": ["t0", "t2"], "broken": ["t1"], "partial": True}
+    assert task_verdicts("no verdict yet\n") == {}
+    written = [_task_row(f"t{i}", "stub", [f"m.f{i}"]) for i in range(4)]
+    r = collect("x", "1", dataset=tmp_path, work=tmp_path, log_text="", start=0.0, end=1.0, status="ok", rc=0,
+                cpu_s=1.0, written=written, validate={"status": "cpu_cap", **v})
+    assert (r.holds, r.validated_distinct, r.validate_status) == (2, 2, "cpu_cap")  # t3 was never graded
 
 
 def _row(name: str, version: str = "1.0", **kw) -> PackageResult:

@@ -70,5 +70,9 @@ def test_a_bad_source_does_not_stop_the_good_one_and_validate_confirms(tmp_path)
     assert len(Dataset.open(out).tasks()) == 2
     res = _invoke("validate", str(out), "--work-dir", str(work), "--json")
     assert res.exit_code == 0, res.output
-    verdict = json.loads(res.output.strip().splitlines()[-1])
+    lines = [json.loads(ln) for ln in res.output.strip().splitlines() if ln.startswith("{")]
+    verdict = lines[-1]
     assert verdict["tasks"] == 2 and verdict["holding"] == 2 and verdict["broken"] == []
+    # each task's verdict was printed as soon as it was known (what a killed validation keeps)
+    assert sorted(ln["instance_id"] for ln in lines[:-1]) == sorted(t.instance_id for t in Dataset.open(out).tasks())
+    assert all(ln["holds"] for ln in lines[:-1])

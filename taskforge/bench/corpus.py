@@ -43,6 +43,7 @@ from taskforge.bench.corpus_report import (
     render_markdown,
     targets,
     task_key,
+    task_verdicts,
 )
 from taskforge.bench.corpus_tree import run_tree
 from taskforge.core.errors import ConfigError
@@ -170,11 +171,12 @@ def run_package(pkg: Mapping[str, Any], out: Path, *, budget_cpu_min: float, wal
                         cpu_cap_s=validate_cpu_min * 60, wall_cap_s=validate_cpu_min * 60 * wall_factor,
                         log=pdir / "validate.log", env=_env())
         validate_cpu_s = vrun.cpu_s
-        validate = last_json_line((pdir / "validate.log").read_text(errors="replace")) or {}
+        vlog = (pdir / "validate.log").read_text(errors="replace")
+        validate = last_json_line(vlog) or {}
         validate["status"] = (vrun.status if vrun.status != "exited" else
                               "ok" if vrun.rc == 0 else "broken" if "holding" in validate else "failed")
-        if "holding" not in validate:
-            validate.pop("broken", None)
+        if "holding" not in validate:  # killed at its cap: the verdicts it printed before (one line per task)
+            validate = {"status": validate["status"], **task_verdicts(vlog)}
     return collect(name, version, dataset=dataset, work=work, log_text=log_text, start=start, end=end,
                    status=status, rc=run.rc, cpu_s=run.cpu_s, written=written, validate=validate,
                    size=str(pkg.get("size", "small")), budget_cpu_min=budget_cpu_min,

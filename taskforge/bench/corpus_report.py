@@ -214,6 +214,27 @@ def last_json_line(text: str) -> dict[str, Any] | None:
     return None
 
 
+def task_verdicts(text: str) -> dict[str, Any]:
+    """What a ``taskforge validate --json`` log says before its summary line: ``held`` and ``broken`` instance
+    ids of the tasks whose verdict it printed (a validation killed at its cap still counts those), and
+    ``holding``; ``{}`` when it printed none."""
+    held: list[str] = []
+    broken: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not (line.startswith("{") and line.endswith("}")):
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and "instance_id" in row and "holds" in row:
+            (held if row["holds"] else broken).append(str(row["instance_id"]))
+    if not held and not broken:
+        return {}
+    return {"holding": len(held), "held": held, "broken": broken, "partial": True}
+
+
 def first_error_line(text: str) -> str:
     """The line a user would quote: taskforge's ``error:`` line, else a traceback's last line."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
@@ -244,7 +265,11 @@ def collect(name: str, version: str, *, dataset: Path, work: Path, log_text: str
     suite = base.get("suite_s")
     broken = set((validate or {}).get("broken", []))
     holds = (validate or {}).get("holding")
-    held = [w for w in written if w["instance_id"] not in broken] if holds is not None else []
+    if (validate or {}).get("partial"):  # validation was cut: only the tasks it saw hold count
+        seen = set((validate or {}).get("held", []))
+        held = [w for w in written if w["instance_id"] in seen]
+    else:
+        held = [w for w in written if w["instance_id"] not in broken] if holds is not None else []
     error = source.get("error") or (first_error_line(log_text) if status != "ok" else "")
     return PackageResult(
         name, version, status=status, error=str(error).splitlines()[0][:300] if error else "", rc=rc,

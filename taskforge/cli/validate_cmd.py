@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -17,7 +17,7 @@ def validate(
     dataset: Annotated[Path, typer.Argument(help="Dataset folder written by `taskforge generate`.")],
     sandbox: Annotated[str | None, typer.Option(help="local | docker | auto.")] = None,
     jobs: Annotated[int | None, typer.Option(min=1, help="Gradings in parallel.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON summary object as the last line.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print each task's verdict as a JSON line once known, and one JSON summary object as the last line.")] = False,
     instance: Annotated[list[str] | None, typer.Option("--id", help="Only these instance ids.",
                                                        rich_help_panel=ADVANCED)] = None,
     work_dir: Annotated[Path | None, typer.Option(help="Work area (environments).", rich_help_panel=ADVANCED)] = None,
@@ -35,7 +35,24 @@ def validate(
         box = make_sandbox(settings)
         start = time.monotonic()
         pairs = [(t, p) for t in tasks for p in (t.patch, "")]
-        results = reward_many(pairs, sandbox=box, trees=DatasetTrees(Path(dataset)), settings=settings)
+        done: dict[int, Any] = {}
+
+        def verdict(i: int, res: Any) -> None:
+            """Each task's verdict as soon as both its gradings ended (a killed run keeps what it printed)."""
+            done[i] = res
+            k = i - i % 2
+            if k in done and k + 1 in done:
+                gold, empty = done[k], done[k + 1]
+                ok = _holds(gold, empty)
+                iid = tasks[k // 2].instance_id
+                if as_json:
+                    print(json.dumps({"instance_id": iid, "holds": ok, "gold": gold.score, "empty": empty.score}),
+                          flush=True)
+                err_console.print(f"[{len(done) // 2}/{len(tasks)}] {iid}: "
+                                  + ("[green]holds[/]" if ok else "[red]BROKEN[/]"), highlight=False)
+
+        results = reward_many(pairs, sandbox=box, trees=DatasetTrees(Path(dataset)), settings=settings,
+                              on_result=verdict)
     elapsed = time.monotonic() - start
     table = Table(title=f"taskforge validate ({box.name} sandbox, {elapsed:.1f}s)")
     for head in ("instance_id", "gold", "empty", "verdict"):
@@ -43,7 +60,7 @@ def validate(
     bad: list[str] = []
     for i, task in enumerate(tasks):
         gold, empty = results[2 * i], results[2 * i + 1]
-        ok = gold.score == 1.0 and empty.score == 0.0 and empty.fraction == 0.0
+        ok = _holds(gold, empty)
         if not ok:
             bad.append(task.instance_id)
         table.add_row(task.instance_id, f"{gold.score:.0f} {','.join(gold.flags)}",
@@ -57,6 +74,10 @@ def validate(
                           "seconds": round(elapsed, 2), "sandbox": box.name}), flush=True)
     if bad:
         raise typer.Exit(1)
+
+
+def _holds(gold: Any, empty: Any) -> bool:
+    return bool(gold.score == 1.0 and empty.score == 0.0 and empty.fraction == 0.0)
 
 
 def register(app: typer.Typer) -> None:

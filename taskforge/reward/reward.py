@@ -25,7 +25,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -396,24 +396,32 @@ def _score(task: Task, report: TestReport, plan: Any, flags: list[RewardFlag], d
 
 def reward_many(pairs: Iterable[tuple[Task, str]], *, sandbox: Sandbox, trees: OriginalTree,
                 settings: Settings | None = None, jobs: int | None = None,
-                timeout_s: float | None = None) -> list[RewardResult]:
+                timeout_s: float | None = None,
+                on_result: Callable[[int, RewardResult], None] | None = None) -> list[RewardResult]:
     """Grade many (task, patch) pairs, ``jobs`` at a time (threads; each grading is its own sandbox run).
 
-    Results come back in the order of ``pairs``. ``jobs=1`` grades synchronously.
+    Results come back in the order of ``pairs``. ``jobs=1`` grades synchronously. ``on_result(i, result)`` is
+    called as each grading ends (one call at a time, in the order they end), so a caller can keep what is done
+    when the run is killed (``taskforge validate`` prints each task's verdict as it is known).
     """
     settings = settings or Settings()
     items: Sequence[tuple[Task, str]] = list(pairs)
     workers = max(1, int(jobs if jobs is not None else settings.jobs))
     envs = EnvCache()
+    lock = threading.Lock()
 
-    def one(pair: tuple[Task, str]) -> RewardResult:
-        return reward(pair[0], pair[1], sandbox=sandbox, trees=trees, settings=settings, timeout_s=timeout_s,
-                      envs=envs)
+    def one(i: int) -> RewardResult:
+        res = reward(items[i][0], items[i][1], sandbox=sandbox, trees=trees, settings=settings,
+                     timeout_s=timeout_s, envs=envs)
+        if on_result is not None:
+            with lock:
+                on_result(i, res)
+        return res
 
     if workers == 1:
-        return [one(p) for p in items]
+        return [one(i) for i in range(len(items))]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tf-reward") as pool:
-        return list(pool.map(one, items))
+        return list(pool.map(one, range(len(items))))
 
 
 __all__ = ["EnvCache", "RewardFlag", "RewardResult", "reward", "reward_many"]
