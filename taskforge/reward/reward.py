@@ -25,6 +25,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -388,7 +389,11 @@ def _score(task: Task, report: TestReport, plan: Any, flags: list[RewardFlag], d
         detail = why  # (a canary's id never reaches the detail: it goes back to the agent)
     if not passed and not detail:
         failing = [n for n in tests if not Outcome(outcomes[n]).ok]
-        detail = f"{len(failing)} of {len(tests)} tests did not pass (first: {failing[0]})" if failing else ""
+        # how they did not pass (outcome kinds only: no test's message reaches the agent), and how the run ended
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(Counter(outcomes[n] for n in failing).items()))
+        ended = f"; the run timed out (exit {report.exit_code})" if report.timed_out else ""
+        detail = (f"{len(failing)} of {len(tests)} tests did not pass ({kinds}; first: {failing[0]}){ended}"
+                  if failing else "")
     result = _result(task, flags, detail, timings, outcomes, durations, fraction, p2p_fraction,
                      1.0 if passed else 0.0)
     return dataclasses.replace(result, seals={n: tuple(s) for n, s in confirmed.items()}) if confirmed else result
