@@ -347,11 +347,12 @@ class _Validation:
                 # collection check after hiding would have charged them to the hiding (pyparsing 3.3: 9 stubs)
                 _, errors = self._collected(ws, "collect_broken")
                 if errors:
-                    broken = set(errors)
-                    if {n.split("::", 1)[0] for n in reliable} <= broken:
+                    uncollectable = set(errors)
+                    if {n.split("::", 1)[0] for n in reliable} <= uncollectable:
                         return self.reject(RejectReason.IMPORT_BROKEN, "no test module collects without the "
-                                           f"feature (e.g. {sorted(broken)[:3]}): no test would be left")
-                    covering = tuple(sorted(set(covering) | {n for n in reliable if n.split("::", 1)[0] in broken}))
+                                           f"feature (e.g. {sorted(uncollectable)[:3]}): no test would be left")
+                    covering = tuple(sorted(set(covering) | {n for n in reliable
+                                                             if n.split("::", 1)[0] in uncollectable}))
             affected = self._affected(deletion.files_before, deletion.files_after, reliable)
             early = tuple(sorted(set(covering) | affected))
             report = self.run_tests(ws, early, "early_broken", 1)
