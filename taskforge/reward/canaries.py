@@ -97,8 +97,11 @@ class CanaryPlan:
         broken_files = {c.split("::")[0] for c in collection_errors}
         problems: list[str] = []
         by_function: dict[str, list[str]] = {}
+        instances: dict[str, dict[str, str]] = {}  # function id -> {"[param]" (or ""): outcome}
         for n, o in outcomes.items():  # a parametrized canary reports one outcome per instance
-            by_function.setdefault(n.split("[", 1)[0], []).append(str(o))
+            fid, bracket, param = n.partition("[")
+            by_function.setdefault(fid, []).append(str(o))
+            instances.setdefault(fid, {})[bracket + param] = str(o)
         for nodeid, want in self.expect.items():
             got_all = by_function.get(nodeid) or ["missing"]
             path = nodeid.split("::")[0]
@@ -113,14 +116,51 @@ class CanaryPlan:
                 if want == "fail":
                     if got in ("passed", "xpassed", "xfailed"):
                         problems.append(f"must-fail canary {nodeid} reported {got}")
-                    elif got == "error" and any("error" in by_function.get(o.split("[", 1)[0], ())
-                                                for o in self.origins.get(nodeid, ())):
+                    elif got == "error" and (any("error" in by_function.get(o.split("[", 1)[0], ())
+                                                 for o in self.origins.get(nodeid, ()))
+                                             or self._instances_excused(nodeid, instances, got)):
                         continue  # its original errored too (a fixture the broken code fails): as an honest run
                     elif got != "failed" and not excused:
                         problems.append(f"must-fail canary {nodeid} reported {got}, expected failed")
                 elif got != "passed" and not (excused and got in ("error", "missing")):
+                    if self._instances_excused(nodeid, instances, got):
+                        continue
                     problems.append(f"must-pass canary {nodeid} reported {got}")
         return problems
+
+    def _instances_excused(self, nodeid: str, instances: Mapping[str, Mapping[str, str]], got: str) -> bool:
+        """Whether every instance of copy ``nodeid`` that reported ``got`` (a must-pass copy that did not pass,
+        a must-fail copy that errored) did what its original's instance did in this run.
+
+        A must-pass instance whose original instance did not pass either is honest (that original, a graded
+        PASS_TO_PASS test, already zeroes the score); a must-fail instance that errored where its original's
+        errored too is. An instance whose original this grading did not run is excused once another instance
+        of the copy did as planned where its original ran (a must-pass one passed where its original passed,
+        a must-fail one failed): the copy runs every instance, a validation grading only some ids (multidict
+        7.2.1: a session-scoped fixture over the C and Python implementations errors for the stubbed Python
+        one, and the original's instances of it were not graded: 4 candidates were rejected
+        ``empty_patch_flagged`` and one ``unstable``). An error is no pass: a forger gains nothing by it."""
+        own = instances.get(nodeid, {})
+        theirs: dict[str, str] = {}
+        for origin in self.origins.get(nodeid, ()):
+            theirs.update(instances.get(origin.split("[", 1)[0], {}))
+        if not own or not theirs:
+            return False
+        want = self.expect.get(nodeid, "pass")
+        if want == "pass":
+            vouched = any(o == "passed" and theirs.get(param) == "passed" for param, o in own.items())
+        else:
+            vouched = any(o == "failed" and param in theirs for param, o in own.items())
+        for param, o in own.items():
+            if o != got:
+                continue
+            mirror = theirs.get(param)
+            if mirror is None and vouched:
+                continue
+            if mirror is not None and (mirror != "passed" if want == "pass" else mirror == "error"):
+                continue
+            return False
+        return True
 
 
 def _copyable(fn: ast.AST, method: bool) -> bool:
