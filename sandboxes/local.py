@@ -253,7 +253,10 @@ class LocalSandbox:
 def build_request(spec: EnvSpec, workspace: Path, request: RunRequest, scratch: Path) -> dict[str, Any]:
     """The runner's request.json for ``request`` (paths as seen by the runner)."""
     return {
-        "args": [*spec.pytest_args, *(request.tests or full_suite_paths(spec))],
+        "args": [*spec.pytest_args, *request.tests],
+        # a whole-suite run: the runner passes those of these paths that exist in its workspace (a test file the
+        # hiding removed whole is gone, and pytest given a missing path collects nothing at all)
+        **({} if request.tests else {"suite_paths": list(full_suite_paths(spec))}),
         "channel_path": str(scratch / "records.jsonl"),
         "src_roots": [str((workspace / r).resolve()) for r in spec.src_roots],
         "coverage": request.coverage,

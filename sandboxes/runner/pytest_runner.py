@@ -681,6 +681,18 @@ def _order_sys_path(src_roots: list[str]) -> None:
     sys.path[:] = kept + [r for r in src_roots if os.path.isdir(r)]
 
 
+def suite_paths(paths: Any) -> list[str]:
+    """The whole-suite paths of a request that exist in the workspace (the cwd). mako 1.4's test paths are 23 file
+    names: once the hiding removed one whole, pytest given the missing path collected nothing ("file or directory
+    not found"), and 79 of 112 candidates were rejected ``no_pass_to_pass``. All of them when none exists (pytest
+    then says why)."""
+    if not isinstance(paths, list):
+        return []
+    names = [str(p) for p in paths]
+    present = [p for p in names if os.path.lexists(p.split("::", 1)[0])]
+    return present or names
+
+
 def _env_plugin_entries() -> list[tuple[str, str]]:
     """(entry-point name, module) of every ``pytest11`` plugin of a distribution installed in site-packages."""
     from importlib import metadata
@@ -846,6 +858,7 @@ def main(argv: list[str]) -> int:
     # a file that fails to collect must not hide the rest of the suite: its tests are just absent
     entries = _env_plugin_entries()
     requested = [str(a) for a in request.get("args", [])]
+    requested += suite_paths(request.get("suite_paths"))
     env_plugins = _env_plugins(entries, (*RUNNER_BLOCKED, *_blocked_plugins(requested)))
     if entries:
         requested = _drop_loaded_plugin_args(requested, {n for e in entries for n in e})
