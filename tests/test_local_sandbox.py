@@ -371,3 +371,21 @@ def test_a_whole_suite_run_leaves_out_test_paths_the_workspace_lacks(tmp_path: P
     assert suite_paths(["test/test_a.py", "test/test_gone.py", "README.rst"]) == ["test/test_a.py"]
     assert suite_paths(["test/test_gone.py"]) == ["test/test_gone.py"]  # none exists: pytest says so
     assert suite_paths(None) == []
+
+
+def test_the_runner_restores_the_signals_a_background_launch_ignores() -> None:
+    """ecdsa 0.19.2: a bench started with ``nohup ... &`` ran its tests with SIGINT ignored, and a test that sends
+    itself SIGINT and expects KeyboardInterrupt failed in the baseline only."""
+    import subprocess
+    import sys
+
+    code = ("import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            "import sys; sys.path.insert(0, 'sandboxes/runner')\n"
+            "from pytest_runner import default_signals; default_signals()\n"
+            "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
+            "import os\n"
+            "try:\n    os.kill(os.getpid(), signal.SIGINT); import time; time.sleep(1)\n"
+            "except KeyboardInterrupt:\n    print('interrupted')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0 and "interrupted" in out.stdout, out.stderr

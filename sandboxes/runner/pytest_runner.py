@@ -826,10 +826,22 @@ def loopback_up() -> bool:
         return False
 
 
+def default_signals() -> None:
+    """Signals as a foreground ``python`` starts with, whoever started taskforge: a run launched with ``nohup`` or
+    ``&`` from a non-interactive shell inherits SIGINT ignored, Python then installs no KeyboardInterrupt handler,
+    and ecdsa 0.19.2's ``test_multithreading_with_interrupts`` (it sends itself SIGINT) failed in the baseline
+    while plain pytest passed it."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # (SIGHUP stays as ``nohup`` set it: a logout must not
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # kill the runs of a taskforge left running)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: pytest_runner.py REQUEST.json", file=sys.stderr)
         return 4
+    default_signals()
     with open(argv[1], encoding="utf-8") as fh:
         request = json.load(fh)
     if request.get("grading"):
