@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from taskforge.core.errors import PatchError
-from taskforge.reward.canaries import plant_canaries
+from taskforge.reward.canaries import CanaryPlan, plant_canaries
 from taskforge.reward.patch_guard import ProtectedPaths, apply_vetted, vet_patch
 from taskforge.reward.workspace import original_ini, pinned_options, restore_protected, write_clean_ini
 
@@ -651,36 +651,40 @@ def test_a_must_fail_copy_may_error_only_where_its_original_errored(tmp_path: Pa
     assert seen >= 10
 
 
+IMPL = "tests/test_impl.py"
+IMPL_SOURCE = ("import pytest\n\nfrom lib import f\n\n\n@pytest.fixture(params=['c', 'py'])\ndef impl(request):\n"
+               "    return request.param\n\n\ndef test_hidden(impl):\n    assert f(2) == 'x2'\n\n\n"
+               "def test_other(impl):\n    assert f(3)\n")
+
+
+def _impl_copies(tmp_path: Path, want: str, p2p: list[str], f2p: list[str]
+                 ) -> list[tuple[CanaryPlan, str, dict[str, str]]]:
+    """(plan, one copy of kind ``want`` that has an original, every other canary's planned outcome) for each of 30
+    seeds that planted one, in a test file whose tests take a fixture parametrized over two implementations."""
+    out = []
+    for seed in range(30):
+        ws = tmp_path / str(seed)
+        (ws / "tests").mkdir(parents=True)
+        (ws / IMPL).write_text(IMPL_SOURCE)
+        plan = plant_canaries(ws, [IMPL], pass_to_pass=[f"{IMPL}::{n}" for n in p2p],
+                              fail_to_pass=[f"{IMPL}::{n}" for n in f2p], rng=random.Random(seed))
+        copies = [n for n, w in plan.expect.items() if w == want and plan.origins.get(n)]
+        if copies:
+            out.append((plan, copies[0], {n: ("passed" if w == "pass" else "failed")
+                                          for n, w in plan.expect.items() if n != copies[0]}))
+    return out
+
+
 def test_a_must_pass_copy_may_fail_only_where_its_original_did_not_pass(tmp_path: Path) -> None:
     """multidict 7.2.1: a module-scoped fixture parametrized over the C and the Python implementation errors for
     the stubbed Python one; the empty-patch grading ran one C instance of ``test_key_get`` (a PASS_TO_PASS test),
     its must-pass copy ran every instance and "reported error" (4 candidates rejected ``empty_patch_flagged``).
     An instance whose original did not pass, or was not run while a sibling passed with its original, is
     honest; a copy that fails where its original passed, or that nothing vouches for, is still a problem."""
-    import random
-
-    from taskforge.reward.canaries import plant_canaries
-
-    rel = "tests/test_impl.py"
-    source = ("import pytest\n\nfrom lib import f\n\n\n@pytest.fixture(params=['c', 'py'])\ndef impl(request):\n"
-              "    return request.param\n\n\ndef test_hidden(impl):\n    assert f(2) == 'x2'\n\n\n"
-              "def test_other(impl):\n    assert f(3)\n")
-    seen = 0
-    for seed in range(30):
-        ws = tmp_path / str(seed)
-        (ws / "tests").mkdir(parents=True)
-        (ws / rel).write_text(source)
-        plan = plant_canaries(ws, [rel], pass_to_pass=[f"{rel}::test_other[c]"],
-                              fail_to_pass=[f"{rel}::test_hidden[c]", f"{rel}::test_hidden[py]"],
-                              rng=random.Random(seed))
-        copies = [n for n, w in plan.expect.items() if w == "pass" and plan.origins.get(n)]
-        if not copies:
-            continue
-        seen += 1
-        copy = copies[0]
-        other = f"{rel}::test_other"
-        honest = {n: ("passed" if w == "pass" else "failed") for n, w in plan.expect.items() if n != copy}
-        # the grading ran test_other[c] only; the copy's [py] instance errors in the fixture
+    found = _impl_copies(tmp_path, "pass", ["test_other[c]"], ["test_hidden[c]", "test_hidden[py]"])
+    assert len(found) >= 5
+    other = f"{IMPL}::test_other"
+    for plan, copy, honest in found:  # the grading ran test_other[c] only; the copy's [py] instance errors in the fixture
         run = {**honest, f"{other}[c]": "passed", f"{copy}[c]": "passed", f"{copy}[py]": "error"}
         assert plan.verify(run, (), finished=True) == []
         both = {**run, f"{other}[py]": "error"}  # its original's [py] errored too
@@ -688,40 +692,21 @@ def test_a_must_pass_copy_may_fail_only_where_its_original_did_not_pass(tmp_path
         assert plan.verify({**run, f"{other}[py]": "passed"}, (), finished=True)  # the original passed there
         assert plan.verify({**run, f"{copy}[c]": "error"}, (), finished=True)  # no instance vouches for it
         assert plan.verify({**honest, f"{copy}[c]": "error", f"{copy}[py]": "error"}, (), finished=True)
-    assert seen >= 5
 
 
 def test_a_must_fail_copy_may_error_where_its_original_was_not_run(tmp_path: Path) -> None:
     """multidict 7.2.1 again, a must-fail copy: repeat 2 of the empty-patch grading ran the FAIL_TO_PASS instance
     ``[py]`` only; the copy's ``[c]`` instance errored in the fixture ("reported error, expected failed",
     ``unstable``). Excused once an instance failed where its original ran; never a pass."""
-    import random
-
-    from taskforge.reward.canaries import plant_canaries
-
-    rel = "tests/test_impl.py"
-    source = ("import pytest\n\nfrom lib import f\n\n\n@pytest.fixture(params=['c', 'py'])\ndef impl(request):\n"
-              "    return request.param\n\n\ndef test_hidden(impl):\n    assert f(2) == 'x2'\n\n\n"
-              "def test_other(impl):\n    assert f(3)\n")
-    seen = 0
-    for seed in range(30):
-        ws = tmp_path / str(seed)
-        (ws / "tests").mkdir(parents=True)
-        (ws / rel).write_text(source)
-        plan = plant_canaries(ws, [rel], pass_to_pass=[f"{rel}::test_other[c]", f"{rel}::test_other[py]"],
-                              fail_to_pass=[f"{rel}::test_hidden[py]"], rng=random.Random(seed))
-        copies = [n for n, w in plan.expect.items() if w == "fail" and plan.origins.get(n)]
-        if not copies:
-            continue
-        seen += 1
-        copy, hidden = copies[0], f"{rel}::test_hidden"
-        honest = {n: ("passed" if w == "pass" else "failed") for n, w in plan.expect.items() if n != copy}
+    found = _impl_copies(tmp_path, "fail", ["test_other[c]", "test_other[py]"], ["test_hidden[py]"])
+    assert len(found) >= 5
+    hidden = f"{IMPL}::test_hidden"
+    for plan, copy, honest in found:
         run = {**honest, f"{hidden}[py]": "failed", f"{copy}[py]": "failed", f"{copy}[c]": "error"}
         assert plan.verify(run, (), finished=True) == []
         assert plan.verify({**run, f"{hidden}[c]": "passed"}, (), finished=True)  # its original ran and passed
         assert plan.verify({**run, f"{copy}[py]": "error"}, (), finished=True)  # nothing failed as planned
         assert plan.verify({**run, f"{copy}[c]": "passed"}, (), finished=True)  # a must-fail copy never passes
-    assert seen >= 5
 
 
 def test_two_values_the_test_builds_itself_are_not_changed() -> None:
