@@ -105,6 +105,7 @@ class _Scan(cst.CSTVisitor):
         self.stack: list[tuple[str, bool]] = []  # (name, is_class)
         self.uses: list[tuple[str, TestPath]] = []  # (name, enclosing def path) ; "" path = module level
         self.attr_uses: list[tuple[str, TestPath]] = []  # self.x / cls.x inside a class
+        self.other_attr_uses: list[tuple[str, TestPath]] = []  # obj.x with any other receiver (a fixture's object)
         self.strings: list[tuple[str, TestPath]] = []
         self._skip: set[int] = set()
         self._assign_frame: cst.SimpleStatementLine | None = None
@@ -174,6 +175,8 @@ class _Scan(cst.CSTVisitor):
         self._skip.add(id(node.attr))
         if isinstance(node.value, cst.Name) and node.value.value in ("self", "cls"):
             self.attr_uses.append((node.attr.value, self._path()))
+        else:
+            self.other_attr_uses.append((node.attr.value, self._path()))
 
     def visit_Param(self, node: cst.Param) -> None:
         self._skip.add(id(node.name))
@@ -270,6 +273,10 @@ def _plan_file(scan: _Scan, wanted: set[TestPath], inherited: frozenset[TestPath
                         and where[: len(d.path) - 1] == d.path[:-1] and not _within(where, {d.path})]
                 # and bare names in the class body itself (jsonpointer 3.12: ``Node = Node`` after ``class Node``)
                 uses += [where for n, where in scan.uses if n == name and where == d.path[:-1]]
+                # and ``obj.name`` anywhere (parso 0.8.7: kept tests call ``differ.parse(...)`` on a fixture's
+                # ``Differ()``; the method went with the hidden tests and 11 kept tests failed): over-approximating
+                # only keeps a helper
+                uses += [where for n, where in scan.other_attr_uses if n == name and not _within(where, {d.path})]
                 uses += [dd.path for dd in scan.defs if name in dd.params and dd.path != d.path]
             uses += [where for s, where in scan.strings if re.search(rf"\b{re.escape(name)}\b", s)
                      and not _within(where, {d.path})]

@@ -136,3 +136,22 @@ def test_a_nested_helper_class_named_in_its_class_body_stays(tmp_path: Path) -> 
     assert after is not None and "class Node" in after and "def test_alttypes" not in after
     namespace: dict[str, object] = {}
     exec(compile(after, "test_alt.py", "exec"), namespace)  # the file still imports
+
+
+def test_a_helper_method_kept_tests_call_through_a_fixture_object_stays(tmp_path: Path) -> None:
+    """parso 0.8.7: ``Differ.parse`` is called as ``differ.parse(...)`` on the ``differ`` fixture's object; only
+    ``self.parse`` counted as a use, the method went with the hidden tests and the 11 kept tests failed."""
+    src = ('import pytest\n\n\nclass Differ:\n    def parse(self, code):\n        return code.upper()\n\n\n'
+           '@pytest.fixture\ndef differ():\n    return Differ()\n\n\n'
+           'def test_hidden(differ):\n    assert differ.parse("parse me") == "PARSE ME"\n\n\n'
+           'def test_kept(differ):\n    assert differ.parse("x") == "X"\n')
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_diff.py").write_text(src)
+    h = hide_tests(tmp_path, ["tests/test_diff.py::test_hidden"])
+    after = h.files_after["tests/test_diff.py"]
+    assert "def test_hidden" not in after and "def test_kept" in after
+    assert "def parse" in after  # test_kept still calls it
+    only_hidden = src.replace('def test_kept(differ):\n    assert differ.parse("x") == "X"\n', "")
+    (tmp_path / "tests" / "test_diff.py").write_text(only_hidden)
+    gone = hide_tests(tmp_path, ["tests/test_diff.py::test_hidden"]).files_after["tests/test_diff.py"]
+    assert gone is None or "def test_hidden" not in gone
