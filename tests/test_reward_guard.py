@@ -792,3 +792,14 @@ def test_a_test_too_slow_to_copy_gets_no_copy_and_guards_nothing(tmp_path: Path)
         assert not any("count()" in src for src in plan.sources.values()), seed
         copies += sum(1 for src in plan.sources.values() if "f(2)" in src)
     assert copies >= 20 * 7  # the fast stub caller carries the block
+
+
+def test_a_forger_that_errors_every_unknown_test_is_caught_despite_the_instance_excuses(tmp_path: Path) -> None:
+    """An attack on the excuses above: the graded process writes "passed" for every test it knows (the originals)
+    and "error" for every instance of a test it does not (the canaries), hoping an error reads as honest. No
+    instance of a must-fail copy failed and no original errored, so nothing vouches for it."""
+    for plan, copy, _honest in _impl_copies(tmp_path, "fail", ["test_other[c]", "test_other[py]"],
+                                            ["test_hidden[c]", "test_hidden[py]"]):
+        forged = {f"{IMPL}::{t}[{p}]": "passed" for t in ("test_hidden", "test_other") for p in ("c", "py")}
+        forged |= {f"{n}[{p}]": "error" for n in plan.expect for p in ("c", "py")}
+        assert any(copy in p for p in plan.verify(forged, (), finished=True)), copy
