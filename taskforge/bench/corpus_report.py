@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -203,15 +203,19 @@ def baseline_numbers(profile: Path | None) -> dict[str, Any]:
             "suite_s": round(sorted(runs)[len(runs) // 2], 3) if runs else None}
 
 
-def last_json_line(text: str) -> dict[str, Any] | None:
-    for line in reversed(text.splitlines()):
+def _json_objects(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """The lines of a log that are whole JSON objects, parsed, in the order given."""
+    for line in lines:
         line = line.strip()
         if line.startswith("{") and line.endswith("}"):
             try:
-                return json.loads(line)
+                yield json.loads(line)
             except ValueError:
                 continue
-    return None
+
+
+def last_json_line(text: str) -> dict[str, Any] | None:
+    return next(_json_objects(reversed(text.splitlines())), None)
 
 
 def task_verdicts(text: str) -> dict[str, Any]:
@@ -220,14 +224,7 @@ def task_verdicts(text: str) -> dict[str, Any]:
     ``holding``; ``{}`` when it printed none."""
     held: list[str] = []
     broken: list[str] = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not (line.startswith("{") and line.endswith("}")):
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
+    for row in _json_objects(text.splitlines()):
         if isinstance(row, dict) and "instance_id" in row and "holds" in row:
             (held if row["holds"] else broken).append(str(row["instance_id"]))
     if not held and not broken:

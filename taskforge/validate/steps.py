@@ -254,6 +254,15 @@ class _Validation:
         self.runs.append(ValidationRun(check, 1, not errors, {}, round(time.monotonic() - t, 3)))
         return out.report.nodeids(), errors
 
+    def _with_broken_files(self, covering: tuple[str, ...], files: frozenset[str],
+                           why: str) -> tuple[str, ...] | CandidateResult:
+        """``covering`` and the reliable tests of ``files`` (test files the deletion breaks whole), or the
+        ``IMPORT_BROKEN`` rejection (``why``) when they are every test file: no test would be left."""
+        reliable = self.profile.baseline.reliable
+        if files and {n.split("::", 1)[0] for n in reliable} <= files:
+            return self.reject(RejectReason.IMPORT_BROKEN, f"{why}: no test would be left")
+        return tuple(sorted(set(covering) | {n for n in reliable if n.split("::", 1)[0] in files}))
+
     def _runs_at_collection(self, deletion: Any) -> bool:
         """Whether the body of a deleted or stubbed function ran outside every test in the coverage run
         (``CoverageMap.outside``): collection, a test module's import (pyparsing 3.3's test_diagram.py builds
@@ -336,23 +345,22 @@ class _Validation:
             # a bigger task (stubbed users of the target, generators.dependent_stubs): their tests are hidden too
             covering = tuple(sorted(set(self.cand.covering_tests) | covering_of_stubbed(deletion, profile)))
             if deletion.strategy != "stub":  # the names go: test modules whose import uses them fail whole
-                broken_files = files_broken_by_removal(profile.index, repo, deletion.removed)
-                if broken_files and {n.split("::", 1)[0] for n in reliable} <= broken_files:
-                    return self.reject(RejectReason.IMPORT_BROKEN, "every test module uses the deleted names at "
-                                       f"import time (through {sorted(broken_files)[:3]}): no test would be left")
-                covering = tuple(sorted(set(covering) | {n for n in reliable if n.split("::", 1)[0] in broken_files}))
+                gone = files_broken_by_removal(profile.index, repo, deletion.removed)
+                joined = self._with_broken_files(covering, gone, "every test module uses the deleted names at "
+                                                 f"import time (through {sorted(gone)[:3]})")
+                if isinstance(joined, CandidateResult):
+                    return joined
+                covering = joined
             if self._runs_at_collection(deletion):
                 # the stubbed code runs while test modules are imported: test files that no longer collect are
                 # broken by the deletion itself, so their tests join FAIL_TO_PASS (a bigger task), where the
                 # collection check after hiding would have charged them to the hiding (pyparsing 3.3: 9 stubs)
                 _, errors = self._collected(ws, "collect_broken")
-                if errors:
-                    uncollectable = set(errors)
-                    if {n.split("::", 1)[0] for n in reliable} <= uncollectable:
-                        return self.reject(RejectReason.IMPORT_BROKEN, "no test module collects without the "
-                                           f"feature (e.g. {sorted(uncollectable)[:3]}): no test would be left")
-                    covering = tuple(sorted(set(covering) | {n for n in reliable
-                                                             if n.split("::", 1)[0] in uncollectable}))
+                joined = self._with_broken_files(covering, frozenset(errors), "no test module collects without "
+                                                 f"the feature (e.g. {sorted(errors)[:3]})")
+                if isinstance(joined, CandidateResult):
+                    return joined
+                covering = joined
             affected = self._affected(deletion.files_before, deletion.files_after, reliable)
             early = tuple(sorted(set(covering) | affected))
             report = self.run_tests(ws, early, "early_broken", 1)
