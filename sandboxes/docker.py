@@ -20,7 +20,10 @@ real engine by ``tests/test_docker_threats.py``:
   for this run, holding ``workspace/`` and ``io/``) and the tmpfs ``/tmp`` are writable.
 - *Privilege*: non-root user 65534, every capability dropped, ``no-new-privileges``.
 - *Leftovers and cross-talk*: each run has its own container and anonymous volume, both removed in a
-  ``finally`` (also when the run raised or timed out); concurrent runs share no writable path.
+  ``finally`` (also when the run raised or timed out; removal is retried while the daemon is busy);
+  concurrent runs share no writable path. A process killed mid-run cannot remove its container, so each
+  carries ``OWNER_LABEL`` (``sandboxes.reaper.owner_tag``) and every new ``DockerSandbox`` removes the run
+  containers whose owner is gone (``reap_runs``; ``taskforge sandbox reap`` does it by hand).
 
 Not protected against: kernel or container-runtime escapes (the container shares the host kernel; use
 gVisor/Kata via the daemon's runtime for that), disk filling inside the run's volume (bounded only by
@@ -30,6 +33,7 @@ forges its own report from inside the run: that is the reward path's job (canari
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import time
@@ -47,6 +51,7 @@ from sandboxes.docker_images import MOUNT, RUNNER, VENV, EnvImages, read_file, t
 from sandboxes.ledger import read_ledger
 from sandboxes.local import build_request, run_env
 from sandboxes.protocol import CoverageContexts, EnvironmentFiles, RunOutput, RunRequest, Sandbox
+from sandboxes.reaper import owner_gone, owner_tag
 from taskforge.core.environment import EnvSpec, PreparedEnv
 from taskforge.core.errors import SandboxError
 from taskforge.core.settings import Settings
@@ -56,9 +61,11 @@ USER_ID = 65534  # "nobody" in Debian and in python:*-slim
 WORKSPACE = f"{MOUNT}/workspace"
 IO_DIR = f"{MOUNT}/io"
 RUN_LABEL = "taskforge.run"  # every run container carries it (value: a fresh id), for audits
+OWNER_LABEL = "taskforge.run.owner"  # sandboxes.reaper.owner_tag() of the process that created it
 TMP_SIZE = "256m"
 OUTPUT_TAIL = 4000
 KILL_GRACE_S = 10.0
+REMOVE_TRIES = 5  # a busy daemon answers a force-remove with 409/500 or a read timeout; try again
 
 
 def docker_client(timeout_s: float = 120.0) -> docker.DockerClient:
@@ -100,6 +107,7 @@ class DockerSandbox:
         self.settings = settings or Settings.load()
         self.client = client or docker_client()
         self.images = EnvImages(self.client, self.settings)
+        reap_runs(self.client)
 
     # --- Sandbox protocol -------------------------------------------------------------------------
     def prepare(self, spec: EnvSpec, repo_dir: Path) -> PreparedEnv:
@@ -151,7 +159,7 @@ class DockerSandbox:
                 [f"{VENV}/bin/python", RUNNER, f"{IO_DIR}/request.json"],
                 working_dir=WORKSPACE,
                 environment=self.environment(env.spec, request),
-                labels={RUN_LABEL: uuid.uuid4().hex},
+                labels={RUN_LABEL: uuid.uuid4().hex, OWNER_LABEL: owner_tag()},
                 detach=True,
                 **lockdown(self.settings),
             )
@@ -175,7 +183,8 @@ class DockerSandbox:
         except requests.exceptions.RequestException:
             timed_out = True
             _kill(container)
-            container.wait(timeout=KILL_GRACE_S)
+            with contextlib.suppress(requests.exceptions.RequestException):
+                container.wait(timeout=KILL_GRACE_S)
         duration = time.monotonic() - started
         container.reload()
         state = container.attrs.get("State", {})
@@ -197,10 +206,38 @@ class DockerSandbox:
         return report, coverage
 
     def _remove(self, container: Any) -> None:
+        _remove_container(container)
+
+
+def reap_runs(client: docker.DockerClient) -> list[str]:
+    """Remove the run containers (and their volumes) whose owner process is gone, and unowned exited ones
+    (made before ``OWNER_LABEL``); the ids removed. Best effort: a daemon error reaps nothing."""
+    try:
+        found = client.containers.list(all=True, filters={"label": RUN_LABEL})
+    except (docker.errors.APIError, requests.exceptions.RequestException):
+        return []
+    gone = []
+    for container in found:
+        owner = str(container.labels.get(OWNER_LABEL, ""))
+        if owner_gone(owner) if owner else container.status == "exited":
+            if _remove_container(container, tries=1):
+                gone.append(str(container.id))
+    return gone
+
+
+def _remove_container(container: Any, tries: int = REMOVE_TRIES) -> bool:
+    """Force-remove ``container`` and its volume; False when the daemon kept refusing (``reap_runs`` of a
+    later run removes it once this process is gone)."""
+    for attempt in range(tries):
         try:
             container.remove(force=True, v=True)
+            return True
         except docker.errors.NotFound:
-            pass
+            return True
+        except (docker.errors.APIError, requests.exceptions.RequestException):
+            if attempt + 1 < tries:
+                time.sleep(0.5 * 2 ** attempt)
+    return False
 
 
 def _kill(container: Any) -> None:

@@ -19,7 +19,9 @@ watchdog
 - then exits. It is itself killed with the parent's session only if that session is killed as a group.
 
 Not covered: processes that dropped the token (``env={}``) *and* were started less than ``SNAPSHOT_S``
-before the kill; docker containers (the docker sandbox removes its containers itself). Linux only
+before the kill; docker containers, which are not processes of the run: each carries an owner tag
+(``owner_tag()``: host, pid and start time of the process that created it), the docker sandbox removes
+its own in a ``finally``, and removes those whose owner is gone (``owner_gone``) when it starts. Linux only
 (``/proc``); elsewhere ``guard`` does nothing. Standard library only.
 """
 
@@ -30,6 +32,7 @@ import os
 import secrets
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -78,6 +81,24 @@ def guard() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             watchdog.kill()
             watchdog.wait()
+
+
+def owner_tag() -> str:
+    """``host:pid:start`` of this process: what a resource outliving a killed run (a container) is labelled
+    with, so a later run can tell that its owner is gone (``owner_gone``) even if the pid was reused."""
+    st = _stat(str(os.getpid()))
+    return f"{socket.gethostname()}:{os.getpid()}:{st[1] if st else ''}"
+
+
+def owner_gone(tag: str) -> bool:
+    """True when ``tag`` (``owner_tag()``, or the older ``host:pid``) names a process of this host that no
+    longer runs; False for other hosts and for tags it cannot read (never reap what may be alive)."""
+    host, _, rest = tag.partition(":")
+    pid, _, start = rest.partition(":")
+    if host != socket.gethostname() or not pid.isdigit() or not _PROC.is_dir():
+        return False
+    st = _stat(pid)
+    return st is None or (start.isdigit() and st[1] != int(start))
 
 
 # --- the watchdog ---------------------------------------------------------------------------------

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import socket
+import subprocess
 import textwrap
 import threading
 import time
 from pathlib import Path
 
+import docker.errors
 import pytest
 
-from sandboxes.docker import RUN_LABEL, DockerSandbox
+from sandboxes.docker import OWNER_LABEL, RUN_LABEL, DockerSandbox
 from sandboxes.protocol import RunRequest
+from sandboxes.reaper import owner_tag
 from taskforge.core.settings import Settings
 from taskforge.core.testreport import Outcome
 from tests._docker_env import MINI_FILES, MINI_SPEC, require_base_image, require_docker, write_files
@@ -25,7 +30,7 @@ def box(tmp_path_factory):
     settings = Settings.load({"work_dir": str(tmp_path_factory.mktemp("work")), "docker_memory": "256m",
                               "docker_pids": 64, "docker_cpus": 1.0})
     require_base_image(client, settings.base_image)
-    sandbox = DockerSandbox(settings, client)
+    sandbox = _Recording(settings, client)
     repo = write_files(tmp_path_factory.mktemp("repo"), MINI_FILES)
     env = sandbox.prepare(MINI_SPEC, repo)
     return sandbox, env, repo
@@ -38,9 +43,28 @@ def _workspace(repo: Path, tmp_path: Path, test_code: str) -> Path:
     return ws
 
 
-def _leftovers(sandbox: DockerSandbox) -> tuple[list, int]:
-    return (sandbox.client.containers.list(all=True, filters={"label": RUN_LABEL}),
-            len(sandbox.client.volumes.list()))
+class _Recording(DockerSandbox):
+    """Notes every container it creates and that container's volume, so a test checks exactly its own
+    runs (other xdist workers and killed earlier processes may have containers of their own)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.made: list[tuple[str, str]] = []
+
+    def _create(self, env, request):
+        container = super()._create(env, request)
+        container.reload()
+        volumes = [m["Name"] for m in container.attrs["Mounts"] if m.get("Type") == "volume"]
+        self.made.append((container.id, volumes[0]))
+        return container
+
+
+def _leftovers(sandbox: _Recording) -> tuple[list[str], list[str]]:
+    """The containers and volumes of ``sandbox``'s runs that still exist."""
+    containers = {c.id for c in sandbox.client.containers.list(all=True, filters={"label": RUN_LABEL})}
+    volumes = {v.name for v in sandbox.client.volumes.list()}
+    return ([cid for cid, _ in sandbox.made if cid in containers],
+            [vol for _, vol in sandbox.made if vol in volumes])
 
 
 def test_infinite_loop_is_killed_within_timeout(box, tmp_path):
@@ -50,7 +74,7 @@ def test_infinite_loop_is_killed_within_timeout(box, tmp_path):
     assert out.report.timed_out
     assert "no_report" in out.report.flags
     assert out.seconds < 5 + 10
-    assert _leftovers(sandbox)[0] == []
+    assert _leftovers(sandbox) == ([], [])
 
 
 def test_fork_bomb_is_contained(box, tmp_path):
@@ -78,7 +102,7 @@ def test_fork_bomb_is_contained(box, tmp_path):
     out = sandbox.run(env, ws, RunRequest(tests=("tests/test_evil.py",), timeout_s=60))
     assert out.report.outcome_of("tests/test_evil.py::test_bomb") is Outcome.PASSED, out.report.output_tail
     assert time.monotonic() - started < 60
-    assert _leftovers(sandbox)[0] == []
+    assert _leftovers(sandbox) == ([], [])
 
 
 def test_memory_hog_is_killed_and_reported(box, tmp_path):
@@ -150,7 +174,7 @@ def test_writes_outside_the_workspace_fail_and_privileges_are_dropped(box, tmp_p
     assert not (ws / "scratch.txt").exists()  # the host's workspace is never written
 
 
-class _Exploding(DockerSandbox):
+class _Exploding(_Recording):
     def _execute(self, container, request):  # the run raises after its container started
         container.start()
         raise RuntimeError("boom")
@@ -158,11 +182,36 @@ class _Exploding(DockerSandbox):
 
 def test_nothing_left_after_a_run_that_raised(box, tmp_path):
     sandbox, env, repo = box
-    before = _leftovers(sandbox)
     exploding = _Exploding(sandbox.settings, sandbox.client)
     with pytest.raises(RuntimeError, match="boom"):
         exploding.run(env, repo, RunRequest(timeout_s=30))
-    assert _leftovers(sandbox) == ([], before[1])
+    assert len(exploding.made) == 1
+    assert _leftovers(exploding) == ([], [])
+
+
+def test_containers_of_a_killed_owner_are_reaped_by_the_next_sandbox(box, tmp_path):
+    """A process killed mid-run cannot remove its container (session 34 left five, which failed CI's
+    leftover checks); the next DockerSandbox removes every run container whose owner is gone."""
+    sandbox, env, repo = box
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    host = socket.gethostname()
+    orphans = [sandbox.client.containers.create(env.location, ["true"], labels={
+        RUN_LABEL: f"orphan{i}", OWNER_LABEL: owner}) for i, owner in enumerate((
+            f"{host}:{dead.pid}:1", f"{host}:{2 ** 22 + 7}"))]  # the older tag: host:pid (above pid_max)
+    mine = sandbox.client.containers.create(env.location, ["true"], labels={
+        RUN_LABEL: "alive", OWNER_LABEL: owner_tag()})
+    elsewhere = sandbox.client.containers.create(env.location, ["true"], labels={
+        RUN_LABEL: "other-host", OWNER_LABEL: f"not-{host}:{dead.pid}:1"})
+    try:
+        DockerSandbox(sandbox.settings, sandbox.client)
+        left = {c.id for c in sandbox.client.containers.list(all=True, filters={"label": RUN_LABEL})}
+        assert not {c.id for c in orphans} & left
+        assert {mine.id, elsewhere.id} <= left  # an owner that may be alive is never reaped
+    finally:
+        for c in (*orphans, mine, elsewhere):
+            with contextlib.suppress(docker.errors.NotFound):
+                c.remove(force=True, v=True)
 
 
 def test_concurrent_runs_do_not_see_each_other(box, tmp_path):
@@ -179,7 +228,6 @@ def test_concurrent_runs_do_not_see_each_other(box, tmp_path):
             assert sorted(os.listdir("/sandbox")) == ["io", "workspace"]
             assert os.path.exists(me)
     """)
-    before = _leftovers(sandbox)
     outs: dict[str, object] = {}
 
     def go(me: str, other: str) -> None:
@@ -197,4 +245,4 @@ def test_concurrent_runs_do_not_see_each_other(box, tmp_path):
     for who in ("a", "b"):
         assert outs[who].report.outcome_of("tests/test_evil.py::test_alone") is Outcome.PASSED, \
             outs[who].report.output_tail
-    assert _leftovers(sandbox) == ([], before[1])
+    assert _leftovers(sandbox) == ([], [])

@@ -13,11 +13,11 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from sandboxes.reaper import owner_gone
 from taskforge.core.files import write_atomic
 
 
@@ -90,10 +90,8 @@ def _reap_labelled(client: Any) -> list[str]:
     from taskforge.agent.session_docker import OWNER_LABEL, SESSION_LABEL
 
     out = []
-    host = socket.gethostname()
     for container in client.containers.list(all=True, filters={"label": SESSION_LABEL}):
-        owner_host, _, pid = str(container.labels.get(OWNER_LABEL, "")).rpartition(":")
-        if owner_host == host and pid.isdigit() and not _alive(int(pid), ""):
+        if owner_gone(str(container.labels.get(OWNER_LABEL, ""))):
             with contextlib.suppress(Exception):
                 container.remove(force=True, v=True)
                 out.append(str(container.labels.get(SESSION_LABEL)))

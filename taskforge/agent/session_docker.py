@@ -15,8 +15,6 @@ opened it), so ``taskforge.agent.reaper`` removes containers a crashed run left 
 from __future__ import annotations
 
 import io
-import os
-import socket
 import tarfile
 import time
 from pathlib import Path
@@ -28,19 +26,16 @@ import requests.exceptions
 from sandboxes.docker import USER_ID, WORKSPACE, DockerSandbox, docker_client, lockdown
 from sandboxes.docker_images import MOUNT, VENV, read_file, tar_bytes, tar_directory
 from sandboxes.protocol import RunRequest
+from sandboxes.reaper import owner_tag
 from taskforge.agent.backend import SHELL_WRAPPER, ShellResult, keep_path, shell_result
 from taskforge.core.environment import PreparedEnv
 from taskforge.core.errors import SandboxError
 from taskforge.core.settings import Settings
 
 SESSION_LABEL = "taskforge.session"
-OWNER_LABEL = "taskforge.session.owner"  # "<hostname>:<pid>" of the process that opened the session
+OWNER_LABEL = "taskforge.session.owner"  # sandboxes.reaper.owner_tag() of the process that opened the session
 _REAPER_INIT = ("import os, time\nwhile True:\n    try:\n        os.wait()\n"
                 "    except ChildProcessError:\n        time.sleep(0.5)\n")
-
-
-def owner_tag() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 class DockerBackend:

@@ -56,10 +56,10 @@ def register(app: typer.Typer) -> None:
 
     @sandbox_app.command("reap")
     def reap_sessions(
-        docker: Annotated[bool, typer.Option(help="Also remove session containers whose owner process is gone.")]
-            = True,
+        docker: Annotated[bool, typer.Option(help="Also remove session and run containers whose owner process "
+                                                  "is gone.")] = True,
     ) -> None:
-        """Remove what crashed agent sessions left behind (session directories, containers)."""
+        """Remove what crashed runs left behind (agent session directories, session and run containers)."""
         from taskforge.agent.reaper import reap
 
         with user_errors():
@@ -69,7 +69,13 @@ def register(app: typer.Typer) -> None:
 
                 client = docker_client(timeout_s=30) if docker_available() else None
             reaped = reap(client)
-        console.print(f"reaped {len(reaped)} session(s){': ' + ', '.join(reaped) if reaped else ''}")
+            runs: list[str] = []
+            if client is not None:
+                from sandboxes.docker import reap_runs
+
+                runs = reap_runs(client)
+        console.print(f"reaped {len(reaped)} session(s){': ' + ', '.join(reaped) if reaped else ''}"
+                      f" and {len(runs)} run container(s)")
 
     @sandbox_app.command("info")
     def info(
