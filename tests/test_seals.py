@@ -165,6 +165,39 @@ def test_a_sealed_statement_keeps_the_code_that_computes_the_value() -> None:
     assert ", ('x'))" in probe
 
 
+def test_every_grading_transforms_the_same_text_and_gets_fresh_tokens() -> None:
+    """The strict rewrite (libcst: 17 s on idna's 1.4 MB test file) sees one text in every grading of a file;
+    the tokens and the name are filled in after it, fresh each time."""
+    source = "def test_a():\n    assert f(1) == 'one'\n    assert g() == 'two'\n    assert h() == k()\n"
+    seen: list[str] = []
+
+    def strict(text: str) -> str:
+        seen.append(text)
+        return text.replace("assert h() == k()", "assert STRICT(h(), k())")
+
+    outs, token_sets = [], []
+    for name in ("SEAL1", "SEAL2"):
+        tokens: dict[str, SealSite] = {}
+        outs.append(seal_source(source, "t.py", {"test_a": None}, name, tokens=tokens, transform=strict))
+        token_sets.append(tokens)
+    assert seen[0] == seen[1] and "SEAL" not in seen[0]
+    assert token_sets[0].keys().isdisjoint(token_sets[1].keys())
+    for out, tokens, name in zip(outs, token_sets, ("SEAL1", "SEAL2"), strict=True):
+        one, two = sorted(tokens, key=lambda t: tokens[t].site)
+        assert out == (f"def test_a():\n    {name}((f(1)), {one!r})\n    {name}((g()), {two!r})\n"
+                       "    assert STRICT(h(), k())\n")
+        assert [tokens[one].expected, tokens[two].expected] == ["one", "two"]
+
+
+def test_a_file_that_holds_the_slot_marker_keeps_its_own_text() -> None:
+    source = "def test_a():\n    assert f() == 'x'\n    g('__tfseal000000__', __tfseal_name__)\n"
+    tokens: dict[str, SealSite] = {}
+    out = seal_source(source, "t.py", {"test_a": None}, "SEAL", tokens=tokens, transform=str.upper)
+    (token, site), = tokens.items()
+    assert out == f"DEF TEST_A():\n    SEAL((F()), {token.upper()!r})\n    G('__TFSEAL000000__', __TFSEAL_NAME__)\n"
+    assert site == SealSite("t.py::test_a#0", "x")
+
+
 def test_the_grader_decodes_plain_values_and_nothing_else_equals() -> None:
     assert decode(["d", [[["s", "a"], ["l", [["i", "1"], ["f", "2.5"], None, ["T"]]]]]]) == {"a": [1, 2.5, None, True]}
     assert decode(["t", [["y", "6869"], ["c", "(1+2j)"]]]) == (b"hi", 1 + 2j)

@@ -289,10 +289,10 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path, rng: rand
         if seal and (seal_probe or (isinstance(seals, Mapping) and seals)):  # expected values kept out of the run
             seal_name = f"_tfs{secrets.token_hex(5)}"
             sealed_texts, sealed = plan_for(originals, homes.homes(task.fail_to_pass), seals if not seal_probe else None,
-                                            seal_name, probe=seal_probe)
+                                            seal_name, probe=seal_probe, transform=lambda t: strict_source(t, strict))
         for rel in hidden:  # ``assert a == b`` an always-equal object cannot pass (taskforge.reward.strict_asserts)
-            text = sealed_texts.get(rel, originals[rel])
-            (workspace / rel).write_text(strict_source(text, strict), encoding="utf-8")
+            text = sealed_texts[rel] if rel in sealed_texts else strict_source(originals[rel], strict)
+            (workspace / rel).write_text(text, encoding="utf-8")
         uncopied = task.provenance.get("uncopied", ()) if isinstance(task.provenance, Mapping) else ()
         plan = plant_canaries(workspace, hidden, pass_to_pass=task.pass_to_pass, fail_to_pass=task.fail_to_pass,
                               uncopied=tuple(uncopied or ()),

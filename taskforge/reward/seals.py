@@ -33,9 +33,11 @@ wrote above it or passes in the call).
 from __future__ import annotations
 
 import ast
+import functools
 import math
+import re
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -302,42 +304,82 @@ def _guessable(value: Any, scope: list[ast.AST]) -> bool:
 
 
 def seal_source(source: str, rel: str, wanted: Mapping[str, Iterable[str] | None], name: str, *,
-                probe: bool = False, tokens: dict[str, SealSite] | None = None) -> str:
+                probe: bool = False, tokens: dict[str, SealSite] | None = None,
+                transform: Callable[[str], str] | None = None) -> str:
     """``source`` (the hidden test file ``rel``) with the sealable assertions of ``wanted`` rewritten.
 
     ``wanted``: unit key -> the site ids (``rel::unit#index``) to seal, or None for every sealable one (a
-    probe). Each sealed site gets a fresh token, recorded in ``tokens``. Unparsable: unchanged."""
+    probe). Each sealed site gets a fresh token, recorded in ``tokens``. Unparsable: unchanged.
+
+    ``transform`` (the strict-equality rewrite) is applied to the sealed text before its tokens and ``name``
+    are filled in: the text it sees is the same in every grading of the file, so a cached transform is not
+    redone (libcst takes 17 s on idna's 1.4 MB test file; every grading used to pay it, fresh tokens made
+    every text new)."""
+    key = tuple(sorted((unit, None if ids is None else tuple(sorted(ids))) for unit, ids in wanted.items()))
+    finish = transform or (lambda text: text)
+    if _SLOT_MARK in source:  # slots could not be told from the file's own text: fresh tokens, no cache
+        text, slots = _sealed(source, rel, key, probe, lambda _i: repr(secrets.token_hex(6)), name)
+        found = {ast.literal_eval(token): site for token, site in slots}
+        text = finish(text)
+    else:
+        text, slots = _slotted(source, rel, key, probe)
+        fresh = {slot: repr(secrets.token_hex(6)) for slot, _ in slots}
+        text = _SLOT.sub(lambda m: fresh.get(m.group(0), name), finish(text))
+        found = {ast.literal_eval(fresh[slot]): site for slot, site in slots}
+    if tokens is not None:
+        tokens.update(found)
+    return text
+
+
+_SLOT_MARK = "__tfseal"
+_NAME_SLOT = f"{_SLOT_MARK}_name__"
+_SLOT = re.compile(rf"'{_SLOT_MARK}\d{{6}}__'|{_NAME_SLOT}")
+
+
+@functools.lru_cache(maxsize=16)
+def _slotted(source: str, rel: str, wanted: tuple[tuple[str, tuple[str, ...] | None], ...],
+             probe: bool) -> tuple[str, tuple[tuple[str, SealSite], ...]]:
+    """The sealed text with a slot for each token (``'__tfseal000000__'``) and for the name, and what each
+    slot stands for; the same for every grading of one task, so it (and what is built from it) is cached."""
+    return _sealed(source, rel, wanted, probe, lambda i: repr(f"{_SLOT_MARK}{i:06d}__"), _NAME_SLOT)
+
+
+def _sealed(source: str, rel: str, wanted: tuple[tuple[str, tuple[str, ...] | None], ...], probe: bool,
+            token_of: Callable[[int], str], name: str) -> tuple[str, tuple[tuple[str, SealSite], ...]]:
     try:
         tree = pyparse.parse(source)
     except (SyntaxError, ValueError):
-        return source
+        return source, ()
+    units = dict(wanted)
     lines = source.splitlines(keepends=True)
     segment = pyparse.source_segments(source)
     edits = []
-    for tail, stmt, got, expected in sites(source, tree, wanted):
+    slots: list[tuple[str, SealSite]] = []
+    for tail, stmt, got, expected in sites(source, tree, units):
         site = f"{rel}::{tail}"
-        allowed = wanted.get(tail.split("#", 1)[0])
+        allowed = units.get(tail.split("#", 1)[0])
         if allowed is not None and site not in set(allowed):
             continue
         got_text = segment(got)
         expected_text = segment(expected)
         if got_text is None or expected_text is None:
             continue
-        token = secrets.token_hex(6)
+        token = token_of(len(slots))
         indent = lines[stmt.lineno - 1].encode("utf-8")[:stmt.col_offset].decode("utf-8")
         extra = f", ({expected_text})" if probe else ""
-        call = f"{indent}{name}(({got_text}), {token!r}{extra})\n"
+        call = f"{indent}{name}(({got_text}), {token}{extra})\n"
         edits.append((stmt.lineno, stmt.end_lineno or stmt.lineno, call))
-        if tokens is not None:
-            tokens[token] = SealSite(site, pyparse.literal_eval(expected_text))
+        slots.append((token, SealSite(site, pyparse.literal_eval(expected_text))))
     for first, last, text in sorted(edits, reverse=True):
         lines[first - 1:last] = [text]
-    return "".join(lines)
+    return "".join(lines), tuple(slots)
 
 
 def plan_for(files: Mapping[str, str], fail_to_pass: Iterable[str], seals: Mapping[str, Iterable[str]] | None,
-             name: str, *, probe: bool = False) -> tuple[dict[str, str], SealPlan]:
-    """The sealed texts of the hidden test ``files`` (path -> text) and the plan that judges them.
+             name: str, *, probe: bool = False,
+             transform: Callable[[str], str] | None = None) -> tuple[dict[str, str], SealPlan]:
+    """The sealed texts of the hidden test ``files`` (path -> text) and the plan that judges them; ``transform``
+    (see ``seal_source``) is applied to the sealed files only.
 
     ``probe``: seal every sealable site of every FAIL_TO_PASS test, literals kept in the process (validation);
     otherwise ``seals`` (node id -> site ids: ``provenance["seals"]``) names the sites, and the tests that
@@ -357,15 +399,20 @@ def plan_for(files: Mapping[str, str], fail_to_pass: Iterable[str], seals: Mappi
                 if bucket is not None:
                     bucket.add(str(site))
     tokens: dict[str, SealSite] = {}
-    texts = {rel: seal_source(files[rel], rel, units_wanted, name, probe=probe, tokens=tokens)
-             for rel, units_wanted in wanted.items() if rel in files}
+    texts: dict[str, str] = {}
+    for rel, units_wanted in wanted.items():
+        if rel in files:
+            count = len(tokens)
+            text = seal_source(files[rel], rel, units_wanted, name, probe=probe, tokens=tokens, transform=transform)
+            if len(tokens) > count:  # a file with no site sealed is left to the caller
+                texts[rel] = text
     by_site: dict[str, list[str]] = {}
     for token, sealed in tokens.items():
         by_site.setdefault(sealed.site, []).append(token)
     # a site the task names that its file no longer has seals nothing and is required of no test
     required = {} if probe else {str(n): need for n, site_ids in (seals or {}).items()
                                  if (need := tuple(t for s in site_ids for t in by_site.get(str(s), ())))}
-    return {rel: text for rel, text in texts.items() if text != files[rel]}, SealPlan(tokens, required, probe)
+    return texts, SealPlan(tokens, required, probe)
 
 
 __all__ = ["SealPlan", "SealSite", "decode", "equal", "plan_for", "seal_source", "sites", "units"]
