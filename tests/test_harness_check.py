@@ -242,6 +242,8 @@ def area_of(shape):
     "tests/test_dyn.py": '''\
 from dyn import UNIT, Square, area_of
 
+BIG = Square(5).area()  # the test module's own code: it runs at collection, not at the package's import
+
 
 def test_unit():
     assert UNIT == 3
@@ -255,7 +257,9 @@ def test_square():
 
 def test_coverage_outside_tests_narrows_the_static_import_time_guess(tmp_path: Path) -> None:
     """A module-level call in a branch that never runs (``if sys.version_info < (3, 0):``) counts as an
-    import-time use statically, so a stub of ``Square.area`` was refused; the coverage run saw it not run."""
+    import-time use statically, so a stub of ``Square.area`` was refused; the coverage run saw it not run at
+    the package's import. A test module runs it at collection: that breaks that test file only (validation's
+    ``collect_broken``), not the package (parso's ``Module``, cachetools' ``Cache`` were refused for it)."""
     src = tmp_path / "dyn"
     write(src, IMPORT_TIME_PKG)
     prof = build_profile(str(src), Settings(work_dir=tmp_path / "work", baseline_runs=1, grading_check=False),
@@ -265,8 +269,12 @@ def test_coverage_outside_tests_narrows_the_static_import_time_guess(tmp_path: P
     at_import = prof.index.import_time_entities()
     assert {"dyn.shapes.Circle.__init__", "dyn.shapes.area_of"} <= at_import
     assert "dyn.shapes.Square.area" not in at_import  # the static closure alone includes it
+    square_area = prof.index.entity("dyn.shapes.Square.area")
+    assert prof.coverage.ran_outside_tests(square_area) and not prof.coverage.ran_at_import(square_area)
+    assert prof.coverage.ran_at_import(prof.index.entity("dyn.shapes.Circle.area"))
     loaded = Profile.load(prof.save(tmp_path / "profile"))
     assert loaded.coverage.outside == prof.coverage.outside
+    assert loaded.coverage.collection == prof.coverage.collection and prof.coverage.collection
     assert "dyn.shapes.Square.area" not in loaded.index.import_time_entities()
     from generators.static_index import build_index
     assert "dyn.shapes.Square.area" in build_index(prof.repo_dir, prof.spec).import_time_entities()

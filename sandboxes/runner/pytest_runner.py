@@ -109,6 +109,7 @@ def send(record: dict[str, Any]) -> None:
         data = data[n:]
 
 
+COLLECTION_CONTEXT = "<collection>"  # taskforge.profile.coverage_map.COLLECTION_CONTEXT: lines run collecting
 GROUP_MIN_TESTS = 5000  # coverage contexts per test function, not per instance, from this many tests ...
 GROUP_MIN_RATIO = 4  # ... when they are this many instances per function on average
 
@@ -128,10 +129,11 @@ class ReportPlugin:
     3x a plain run and write 572 MB of JSON. The parent maps a function's context back to its instances.
     """
 
-    def __init__(self, cov: Any = None, collect_only: bool = False) -> None:
+    def __init__(self, cov: Any = None, collect_only: bool = False, packages: Iterable[str] = ()) -> None:
         self.cov = cov
         self.collect_only = collect_only
         self.grouped = False
+        self.packages = tuple(packages)
 
     # --- coverage contexts: one per test (or test function), named by its id ---------------------
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
@@ -147,12 +149,33 @@ class ReportPlugin:
     def pytest_load_initial_conftests(self, early_config: Any, parser: Any, args: Any) -> None:
         send({"k": "preloaded", "files": preloaded_files()})
 
+    # --- coverage outside the tests: the package's import (""), then the collection of the tests ---------------
+    def pytest_collection(self, session: Any) -> None:
+        """Import the measured packages while the context is still "" (what runs when the package is imported, a
+        stub of which breaks every test), then measure the collection (test modules' own module-level code,
+        ``pytest_generate_tests``, parametrize lists) apart: a stub of what only that runs breaks the test files
+        that run it, not the package (parso's test module calling ``parse()`` at module level)."""
+        if self.cov is None:
+            return
+        import importlib
+
+        for name in self.packages:
+            try:
+                importlib.import_module(name)
+            except BaseException:  # the collection reports it, as a plain run does
+                pass
+        self.cov.switch_context(COLLECTION_CONTEXT)
+        SubprocessCoverage.context(COLLECTION_CONTEXT)
+
     # --- records ----------------------------------------------------------------------------------
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
             send({"k": "collect_error", "id": report.nodeid or "<session>"})
 
     def pytest_collection_finish(self, session: Any) -> None:
+        if self.cov is not None:
+            self.cov.switch_context("")
+            SubprocessCoverage.context("")
         if self.cov is not None and len(session.items) >= GROUP_MIN_TESTS:
             functions = {function_id(item.nodeid) for item in session.items}
             self.grouped = len(session.items) >= GROUP_MIN_RATIO * len(functions)
@@ -333,6 +356,20 @@ class SubprocessCoverage:
         return out
 
 
+def package_names(paths: Iterable[str]) -> list[str]:
+    """The importable names of the measured packages and modules (``coverage_source``: package directories
+    and module files; a directory that is no package, like the whole workspace, names nothing)."""
+    names = []
+    for path in paths:
+        path = os.path.abspath(path)
+        base = os.path.basename(path)
+        if os.path.isfile(os.path.join(path, "__init__.py")) and base.isidentifier():
+            names.append(base)
+        elif base.endswith(".py") and os.path.isfile(path) and base[:-3].isidentifier():
+            names.append(base[:-3])
+    return names
+
+
 def _coverage_start(request: dict[str, Any]) -> Any:
     import coverage  # only needed when coverage is asked for
 
@@ -358,8 +395,9 @@ def _coverage_write(cov: Any, path: str) -> None:
                 lines.setdefault(ln, set()).update(ctxs)
     out: dict[str, dict[str, list[str]]] = {}
     for rel, by_line in sorted(merged.items()):
-        # "" is the context outside every test: collection, imports, session hooks (what runs there, a stub
-        # of it breaks collection); the parent keeps it apart from the tests
+        # "" is the context outside every test and its collection: the imports of conftests and of the package,
+        # session hooks (a stub of what runs there breaks every test); COLLECTION_CONTEXT the collection (a stub
+        # breaks the test files that run it); the parent keeps both apart from the tests
         contexts = {str(ln): sorted(ctxs) for ln, ctxs in sorted(by_line.items()) if ctxs}
         if contexts:
             out[rel] = contexts
@@ -906,7 +944,8 @@ def main(argv: list[str]) -> int:
         plugins.append(SelectPlugin(nodeids, paths))
         plugins.append(PlainRewrite({n.split("::", 1)[0] for n in nodeids} - set(paths)))
     cov = _coverage_start(request) if want_cov else None
-    plugin = ReportPlugin(cov=cov, collect_only=collect_only)
+    plugin = ReportPlugin(cov=cov, collect_only=collect_only,
+                          packages=package_names(request.get("coverage_source") or ()) if cov is not None else ())
     plugins.append(autoload)
     plugins.append(BriefFailures(0 if request.get("tracebacks", True) is False else FULL_TRACEBACKS))
     if request.get("stop_after") and not collect_only:

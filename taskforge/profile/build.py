@@ -68,11 +68,12 @@ class Profile:
     taskforge_version: str = taskforge.__version__
 
     def __post_init__(self) -> None:
-        # what the coverage run saw run outside every test is the import-time set of functions/methods
+        # what the coverage run saw run outside every test and their collection is the import-time set of
+        # functions/methods (what only the collection runs breaks some test files: validate's collect_broken)
         if self.index is not None and self.coverage.outside and hasattr(self.index, "observe_import_time"):
             self.index.observe_import_time(e.qualname for e in self.index.entities
                                            if e.kind.value in ("function", "method")
-                                           and self.coverage.ran_outside_tests(e))
+                                           and self.coverage.ran_at_import(e))
 
     @property
     def spec(self) -> EnvSpec:

@@ -7,9 +7,12 @@ them by index::
     {"schema_version": 1, "tests": ["tests/test_a.py::test_x", ...],
      "files": {"pkg/mod.py": {"12": [0, 3], "13": [0]}}, "outside": {"pkg/mod.py": [1, 2, 12]}}
 
-``outside`` holds the lines executed outside every test (the runner's empty context: collection, the
-imports of test modules and of the package, session hooks). A function whose body ran there runs when
-the tests are collected, so a stub of it breaks collection; maps written before it have no ``outside``.
+``outside`` holds the lines executed outside every test and outside their collection (the runner's empty
+context: conftests, the import of the package, which the runner does before collecting, session hooks): a
+stub of a function whose body ran there breaks every test. ``collection`` holds the lines run while the tests
+were collected (``COLLECTION_CONTEXT``: test modules' module-level code, ``pytest_generate_tests``): a stub
+of what ran there breaks the collection of the test files that ran it. Maps written before ``collection``
+have it in ``outside``, and maps written before ``outside`` have neither.
 
 In a large, heavily parametrized suite the runner names a context by the test *function*, not by each
 instance (``pytest_runner.ReportPlugin``: packaging's 64,204 tests are 1,190 functions). Such a context is
@@ -31,6 +34,7 @@ from taskforge.core.entities import Entity
 from taskforge.core.files import write_atomic
 
 SCHEMA_VERSION = 1
+COLLECTION_CONTEXT = "<collection>"  # sandboxes/runner/pytest_runner.py's context while the tests are collected
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,29 +44,39 @@ class CoverageMap:
     lines: Mapping[str, Mapping[int, frozenset[str]]] = field(default_factory=dict)
     outside: Mapping[str, frozenset[int]] = field(default_factory=dict)  # lines run outside every test
     instances: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # a function's context -> node ids
+    collection: Mapping[str, frozenset[int]] = field(default_factory=dict)  # lines run collecting the tests
 
     @classmethod
     def from_contexts(cls, contexts: Mapping[str, Mapping[int, Iterable[str]]],
                       nodeids: Iterable[str] = ()) -> CoverageMap:
-        """From the runner's ``{file: {line: [contexts]}}``; the empty context goes to ``outside``.
-        ``nodeids``: the tests of the run, to map a test function's context to its instances."""
+        """From the runner's ``{file: {line: [contexts]}}``; the empty context goes to ``outside``, the
+        collection's to ``collection``. ``nodeids``: the tests of the run, to map a test function's context
+        to its instances."""
         lines: dict[str, dict[int, frozenset[str]]] = {}
         outside: dict[str, frozenset[int]] = {}
+        collection: dict[str, frozenset[int]] = {}
+        not_tests = {"", COLLECTION_CONTEXT}
         for f, per in contexts.items():
             name = os.path.normpath(f).replace(os.sep, "/")
             by_line = {int(ln): frozenset(ids) for ln, ids in per.items()}
-            tests = {ln: ids - {""} for ln, ids in by_line.items() if ids - {""}}
+            tests = {ln: ids - not_tests for ln, ids in by_line.items() if ids - not_tests}
             if tests:
                 lines[name] = tests
-            out = frozenset(ln for ln, ids in by_line.items() if "" in ids)
-            if out:
-                outside[name] = out
-        return cls(lines, outside, _instances(lines, nodeids))
+            for context, into in (("", outside), (COLLECTION_CONTEXT, collection)):
+                ran = frozenset(ln for ln, ids in by_line.items() if context in ids)
+                if ran:
+                    into[name] = ran
+        return cls(lines, outside, _instances(lines, nodeids), collection)
 
     def ran_outside_tests(self, entity: Entity) -> bool:
-        """Whether a line of ``entity``'s body ran outside every test (module docstring)."""
-        out = self.outside.get(entity.file, frozenset())
-        return any(entity.body_start <= ln <= entity.body_end for ln in out)
+        """Whether a line of ``entity``'s body ran outside every test: at the package's import or while the
+        tests were collected (module docstring); a stub of it breaks the collection of some test file."""
+        return self.ran_at_import(entity) or _ran(self.collection, entity)
+
+    def ran_at_import(self, entity: Entity) -> bool:
+        """Whether a line of ``entity``'s body ran outside every test and outside their collection: at the
+        import of the package or of a conftest (module docstring); a stub of it breaks every test."""
+        return _ran(self.outside, entity)
 
     @property
     def tests(self) -> frozenset[str]:
@@ -107,7 +121,7 @@ class CoverageMap:
             lines = {ln: ids & keep_contexts for ln, ids in per.items() if ids & keep_contexts}
             if lines:
                 out[f] = lines
-        return CoverageMap(out, self.outside, instances)
+        return CoverageMap(out, self.outside, instances, self.collection)
 
     def to_dict(self) -> dict[str, Any]:
         tests = sorted(self._contexts())
@@ -117,6 +131,7 @@ class CoverageMap:
             "files": {f: {str(ln): sorted(index[t] for t in ids) for ln, ids in sorted(per.items())}
                       for f, per in sorted(self.lines.items())},
             **({"outside": {f: sorted(v) for f, v in sorted(self.outside.items())}} if self.outside else {}),
+            **({"collection": {f: sorted(v) for f, v in sorted(self.collection.items())}} if self.collection else {}),
             **({"instances": {str(index[c]): list(ids) for c, ids in sorted(self.instances.items()) if c in index}}
                if self.instances else {}),
         }
@@ -130,7 +145,8 @@ class CoverageMap:
         return cls({f: {int(ln): frozenset(tests[i] for i in ids) for ln, ids in per.items()}
                     for f, per in d.get("files", {}).items()},
                    {f: frozenset(int(x) for x in v) for f, v in d.get("outside", {}).items()},
-                   {tests[int(i)]: tuple(ids) for i, ids in d.get("instances", {}).items()})
+                   {tests[int(i)]: tuple(ids) for i, ids in d.get("instances", {}).items()},
+                   {f: frozenset(int(x) for x in v) for f, v in d.get("collection", {}).items()})
 
     def save(self, path: Path) -> None:
         write_atomic(path, json.dumps(self.to_dict(), separators=(",", ":")))
@@ -194,3 +210,7 @@ def coverage_percent(coverage: CoverageMap, entities: Iterable[Entity],
         return 0.0
     hit = sum(1 for f, ln in total if ln in coverage.lines.get(f, {}))
     return round(100.0 * hit / len(total), 2)
+
+
+def _ran(where: Mapping[str, frozenset[int]], entity: Entity) -> bool:
+    return any(entity.body_start <= ln <= entity.body_end for ln in where.get(entity.file, frozenset()))

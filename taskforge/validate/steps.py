@@ -265,12 +265,12 @@ class _Validation:
 
     def _runs_at_collection(self, deletion: Any) -> bool:
         """Whether the body of a deleted or stubbed function ran outside every test in the coverage run
-        (``CoverageMap.outside``): collection, a test module's import (pyparsing 3.3's test_diagram.py builds
-        grammars from ``examples/`` at import, test_matplotlib_cases.py imports matplotlib, which parses
-        with pyparsing), session hooks. A class or module counts through its functions and methods (a class
-        body always runs at import). Maps without ``outside`` answer False."""
+        (``CoverageMap.ran_outside_tests``): collection, a test module's import (pyparsing 3.3's
+        test_diagram.py builds grammars from ``examples/`` at import, test_matplotlib_cases.py imports
+        matplotlib, which parses with pyparsing), session hooks. A class or module counts through its
+        functions and methods (a class body always runs at import). Maps without either answer False."""
         index, cov = self.profile.index, self.profile.coverage
-        if index is None or not cov.outside:
+        if index is None or not (cov.outside or cov.collection):
             return False
         for q in (*deletion.deleted, *deletion.stubbed):
             if q not in index:
