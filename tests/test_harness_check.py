@@ -291,3 +291,70 @@ def test_a_source_whose_grading_harness_passes_nothing_ends_with_one_line_and_no
     for check in (None, GradingCheck("passed", graded=858), GradingCheck("dropped", graded=858, failed=3),
                   GradingCheck("error", graded=858, detail="the grading run gave no verdict (timeout): ...")):
         assert harness_refusal(check) == ""  # a slow check says nothing of a task's smaller gradings
+
+
+SHARED_SETUP_PKG = {
+    "keys/__init__.py": "",
+    "keys/gen.py": '''\
+def make_key(n):
+    return list(range(n))
+
+
+def sign(key, msg):
+    return f"{len(key)}:{msg}"
+''',
+    "tests/test_unit.py": '''\
+import unittest
+
+from keys.gen import make_key, sign
+
+
+class KeyTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.key = make_key(3)
+
+    def test_sign(self):
+        self.assertEqual(sign(self.key, "a"), "3:a")
+
+    def test_len(self):
+        self.assertEqual(len(self.key), 3)
+''',
+    "tests/test_fixture.py": '''\
+import pytest
+
+from keys.gen import make_key
+
+
+@pytest.fixture(scope="module")
+def key():
+    return make_key(4)
+
+
+def test_first(key):
+    assert len(key) == 4
+
+
+def test_second(key):
+    assert key[-1] == 3
+
+
+def test_unrelated():
+    assert True
+''',
+}
+
+
+def test_a_wide_fixtures_coverage_counts_for_every_test_that_uses_it(tmp_path: Path) -> None:
+    """ecdsa's ``setUpClass`` builds the keys every test of its class uses; coverage gave ``make_key`` to the
+    first test only, so deleting it turned the others into red PASS_TO_PASS tests (suite_red_after_deletion)."""
+    src = tmp_path / "keys"
+    write(src, SHARED_SETUP_PKG)
+    prof = build_profile(str(src), Settings(work_dir=tmp_path / "work", baseline_runs=1, grading_check=False),
+                         SubprocessSandbox())
+    covering = prof.coverage.tests_for_entity(prof.index.entity("keys.gen.make_key"))
+    assert covering == {"tests/test_unit.py::KeyTests::test_sign", "tests/test_unit.py::KeyTests::test_len",
+                        "tests/test_fixture.py::test_first", "tests/test_fixture.py::test_second"}
+    assert prof.coverage.tests_for_entity(prof.index.entity("keys.gen.sign")) == {
+        "tests/test_unit.py::KeyTests::test_sign"}
+    assert not any(t.startswith("<") for t in prof.coverage.tests)

@@ -134,17 +134,23 @@ class ReportPlugin:
         self.collect_only = collect_only
         self.grouped = False
         self.packages = tuple(packages)
+        self.context = ""  # the coverage context now
+
+    def switch(self, context: str) -> None:
+        if self.cov is not None:
+            self.context = context
+            self.cov.switch_context(context)
+            SubprocessCoverage.context(context)
+
+    def test_context(self, nodeid: str) -> str:
+        return function_id(nodeid) if self.grouped else nodeid
 
     # --- coverage contexts: one per test (or test function), named by its id ---------------------
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
-        if self.cov is not None:
-            self.cov.switch_context(function_id(nodeid) if self.grouped else nodeid)
-            SubprocessCoverage.context(function_id(nodeid) if self.grouped else nodeid)
+        self.switch(self.test_context(nodeid))
 
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
-        if self.cov is not None:
-            self.cov.switch_context("")
-            SubprocessCoverage.context("")
+        self.switch("")
 
     def pytest_load_initial_conftests(self, early_config: Any, parser: Any, args: Any) -> None:
         send({"k": "preloaded", "files": preloaded_files()})
@@ -164,8 +170,7 @@ class ReportPlugin:
                 importlib.import_module(name)
             except BaseException:  # the collection reports it, as a plain run does
                 pass
-        self.cov.switch_context(COLLECTION_CONTEXT)
-        SubprocessCoverage.context(COLLECTION_CONTEXT)
+        self.switch(COLLECTION_CONTEXT)
 
     # --- records ----------------------------------------------------------------------------------
     def pytest_collectreport(self, report: Any) -> None:
@@ -173,9 +178,7 @@ class ReportPlugin:
             send({"k": "collect_error", "id": report.nodeid or "<session>"})
 
     def pytest_collection_finish(self, session: Any) -> None:
-        if self.cov is not None:
-            self.cov.switch_context("")
-            SubprocessCoverage.context("")
+        self.switch("")
         if self.cov is not None and len(session.items) >= GROUP_MIN_TESTS:
             functions = {function_id(item.nodeid) for item in session.items}
             self.grouped = len(session.items) >= GROUP_MIN_RATIO * len(functions)
@@ -226,6 +229,56 @@ def preloaded_files(limit: int = 2000) -> list[str]:
 
 SUBCOV_ENV = "TASKFORGE_SUBCOV"  # {"dir": ..., "include": [...]}: where children write their coverage data
 SUBCOV_CONTEXT_ENV = "TASKFORGE_SUBCOV_CONTEXT"  # the running test's coverage context, inherited by its children
+class SharedSetup:
+    """Coverage of a fixture wider than one test (module, class, package or session scope; unittest's
+    ``setUpClass`` and xunit's ``setup_module`` are such fixtures) counts for every test that uses that instance,
+    not only for the test whose setup happened to create it. ecdsa's ``setUpClass`` builds the keys every test
+    of its class uses, multidict's module fixture the classes, mako's module-level lookup compiles templates:
+    deleting what they run failed tests that coverage tied to nothing of it (a red PASS_TO_PASS test, the
+    candidate rejected ``suite_red_after_deletion``).
+
+    While such a fixture's own function runs, the context is ``<setup:N>``; a test that has the fixture among
+    its ``fixturenames`` while instance N is live is a user of it; ``_coverage_write`` replaces ``<setup:N>``
+    by its users (at least the test whose setup created it). Only in coverage runs."""
+
+    def __init__(self, report: ReportPlugin) -> None:
+        self.report = report
+        self.live: dict[str, str] = {}  # fixture name -> the context of its live wide instance
+        self.users: dict[str, set[str]] = {}  # "<setup:N>" -> the test contexts that used it
+
+    def pytest_fixture_setup(self, fixturedef: Any, request: Any) -> Any:  # a hookwrapper (``main``)
+        if getattr(fixturedef, "scope", "function") == "function":
+            yield
+            return
+        key = f"<setup:{len(self.users)}>"
+        before = self.report.context
+        self.users[key] = {before} if before not in ("", COLLECTION_CONTEXT) else set()
+        self.report.switch(key)
+        try:
+            yield
+        finally:
+            self.report.switch(before)
+        name = fixturedef.argname
+        self.live[name] = key
+        try:
+            fixturedef.addfinalizer(lambda: self.live.pop(name) if self.live.get(name) == key else None)
+        except Exception:  # an old pytest without it: the instance counts as live until replaced
+            pass
+
+    def pytest_runtest_call(self, item: Any) -> None:
+        context = self.report.test_context(item.nodeid)
+        for name in getattr(item, "fixturenames", ()):
+            key = self.live.get(name)
+            if key is not None:
+                self.users[key].add(context)
+
+    def expand(self, contexts: Iterable[str]) -> set[str]:
+        out: set[str] = set()
+        for c in contexts:
+            out.update(self.users.get(c, ()) if c.startswith("<setup:") else (c,))
+        return out
+
+
 SITECUSTOMIZE = '''"""taskforge's per-test coverage of a test's Python child processes (pytest_runner.SubprocessCoverage)."""
 import os
 
@@ -383,7 +436,7 @@ def _coverage_start(request: dict[str, Any]) -> Any:
     return cov
 
 
-def _coverage_write(cov: Any, path: str) -> None:
+def _coverage_write(cov: Any, path: str, shared: SharedSetup | None = None) -> None:
     cov.stop()
     cwd = os.getcwd()
     merged: dict[str, dict[int, set[str]]] = {}
@@ -398,6 +451,8 @@ def _coverage_write(cov: Any, path: str) -> None:
         # "" is the context outside every test and its collection: the imports of conftests and of the package,
         # session hooks (a stub of what runs there breaks every test); COLLECTION_CONTEXT the collection (a stub
         # breaks the test files that run it); the parent keeps both apart from the tests
+        if shared is not None:
+            by_line = {ln: shared.expand(ctxs) for ln, ctxs in by_line.items()}
         contexts = {str(ln): sorted(ctxs) for ln, ctxs in sorted(by_line.items()) if ctxs}
         if contexts:
             out[rel] = contexts
@@ -946,6 +1001,12 @@ def main(argv: list[str]) -> int:
     cov = _coverage_start(request) if want_cov else None
     plugin = ReportPlugin(cov=cov, collect_only=collect_only,
                           packages=package_names(request.get("coverage_source") or ()) if cov is not None else ())
+    shared = None
+    if cov is not None:
+        SharedSetup.pytest_fixture_setup = pytest.hookimpl(hookwrapper=True)(  # type: ignore[method-assign]
+            SharedSetup.pytest_fixture_setup)
+        shared = SharedSetup(plugin)
+        plugins.append(shared)
     plugins.append(autoload)
     plugins.append(BriefFailures(0 if request.get("tracebacks", True) is False else FULL_TRACEBACKS))
     if request.get("stop_after") and not collect_only:
@@ -964,7 +1025,7 @@ def main(argv: list[str]) -> int:
         exit_code = int(pytest.main(args, plugins=[plugin, *plugins]))
     finally:
         if cov is not None:
-            _coverage_write(cov, request.get("coverage_json") or "coverage.json")
+            _coverage_write(cov, request.get("coverage_json") or "coverage.json", shared)
         send({"k": "end", "exit": exit_code, "dur": round(time.monotonic() - start, 6)})
     return exit_code
 
