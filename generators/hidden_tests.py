@@ -43,7 +43,7 @@ from generators import cst_edit
 from generators.static_index import StaticIndex
 from taskforge.core import pyparse
 from taskforge.core.entities import EntityKind
-from taskforge.core.test_homes import test_homes
+from taskforge.core.test_homes import import_bases, test_homes
 
 TestPath = tuple[str, ...]  # ("TestClass", "test_method") or ("test_function",)
 
@@ -436,7 +436,8 @@ def _resolves_to(repo_root: Path, importer: str, module: str | None, level: int,
     if not parts:
         return False
     here = Path(importer).parent
-    bases = [here.joinpath(*[".."] * (level - 1))] if level else [Path(), here, *_src_roots(repo_root)]
+    bases = [here.joinpath(*[".."] * (level - 1))] if level else [*import_bases(repo_root, importer),
+                                                                  *_src_roots(repo_root)]
     for base in bases:
         cand = base.joinpath(*parts).with_suffix(".py")
         try:

@@ -54,6 +54,18 @@ def defined_names(tree: ast.Module) -> frozenset[str]:
                      if isinstance(n, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef))
 
 
+def import_bases(root: Path, rel: str) -> list[Path]:
+    """Where an absolute import in the test file ``rel`` is looked up (relative to ``root``): the repository
+    root, the file's own folder, and the folder pytest's default import mode puts on ``sys.path`` for it: the
+    first ancestor without ``__init__.py`` (itsdangerous' ``tests/test_itsdangerous/test_timed.py`` imports
+    ``test_itsdangerous.test_serializer``, found from ``tests/``)."""
+    here = Path(rel).parent
+    base = here
+    while base != Path() and (root / base / "__init__.py").is_file():
+        base = base.parent
+    return list(dict.fromkeys((Path(), here, base)))
+
+
 def defining_file(root: Path, rel: str, tree: ast.Module, name: str,
                   read: dict[str, ast.Module | None] | None = None) -> str | None:
     """The repository file that defines ``name`` at its top level, as the module ``rel`` (parsed: ``tree``)
@@ -66,7 +78,7 @@ def defining_file(root: Path, rel: str, tree: ast.Module, name: str,
                                                            for a in node.names):
             continue
         parts = (node.module or "").split(".") if node.module else []
-        bases = [here.joinpath(*[".."] * (node.level - 1))] if node.level else [Path(), here]
+        bases = [here.joinpath(*[".."] * (node.level - 1))] if node.level else import_bases(root, rel)
         for base in bases:
             for cand in (base.joinpath(*parts).with_suffix(".py") if parts else None,
                          base.joinpath(*parts, "__init__.py")):
