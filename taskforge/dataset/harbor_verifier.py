@@ -89,7 +89,8 @@ def _run_tests(cfg: dict, ws: Path, scratch: Path, python: str, tests_dir: Path,
     plan = canaries.plant_canaries(ws, hidden, pass_to_pass=cfg["pass_to_pass"], fail_to_pass=cfg["fail_to_pass"],
                                    template=(tests_dir / "grading_plugin.py").read_text(encoding="utf-8"),
                                    src_root=src_root, allowed_plugin_files=tuple(cfg.get("allowed_plugin_files", ())),
-                                   strict_eq=strict, uncopied=tuple(cfg.get("uncopied", ())))
+                                   strict_eq=strict, uncopied=tuple(cfg.get("uncopied", ())),
+                                   unchangeable=tuple(cfg.get("unchangeable", ())))
     selected = [*cfg["fail_to_pass"], *cfg["pass_to_pass"], *plan.nodeids]
     random.SystemRandom().shuffle(selected)  # canaries are not the last ids of the request
     log = io / "output.log"

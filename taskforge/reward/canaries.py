@@ -617,11 +617,13 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
                    fail_to_pass: Iterable[str] = (), src_root: str = ".", count: int = 12,
                    allowed_plugin_files: Iterable[str] = (), rng: random.Random | None = None,
                    strict_eq: str = "", template: str | None = None, seal: str = "",
-                   uncopied: Iterable[str] = ()) -> CanaryPlan:
+                   uncopied: Iterable[str] = (), unchangeable: Iterable[str] = ()) -> CanaryPlan:
     """Write canaries and the grading plugin into ``workspace``; return the plan (keep it out of the run).
 
     ``template``: the grading plugin's source (default: ``grading_plugin.py`` next to this file). ``uncopied``:
     tests (collected ids) too slow to copy (``Settings.canary_copy_max_s``; the task's ``provenance["uncopied"]``).
+    ``unchangeable``: tests (ids at home, ``file::unit``) whose changed copies passed on the original code
+    (``calibration_copies``; the task's ``provenance["unchangeable"]``): none of their copies has a changed literal.
     """
     rng = rng or random.Random(secrets.randbits(64))
     # tests collected in one file but defined in another are planted around at home, and the copies run under
@@ -655,7 +657,8 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
     standalone_wants = list(outcomes[n_inline:])
     chance = 1.0
     slow = no_copies(homes.homes(uncopied))
-    twinnable = _twinnable(hosts, f2p, strict_eq, homes.loose() | slow)
+    lenient = no_copies(unchangeable)
+    twinnable = _twinnable(hosts, f2p, strict_eq, homes.loose() | slow | lenient)
     drawn = sorted(twinnable)
     rng.shuffle(drawn)
     blocked = set(drawn[:TWIN_BLOCKS])
@@ -682,7 +685,8 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
             [k for k in open_ended if k in p2p_ids and k not in f2p_ids]
         # must-fail copies of other tests that differ from their original in one expected literal: a check
         # appended to a copy is an assertion over literals that code reading the test file can evaluate
-        changeable = [k for k in open_ended if k in p2p_ids and k not in f2p_ids and _sites(units[k][0], strict_eq)]
+        changeable = [k for k in open_ended if k in p2p_ids and k not in f2p_ids and (rel, k) not in lenient
+                      and _sites(units[k][0], strict_eq)]
         taken = {n.name for n in ast.walk(tree) if isinstance(n, (*_FUNCS, ast.ClassDef))}
         # and every requested test's name: a method a class inherits (a mixin elsewhere) is not in this file,
         # and a canary of that name would replace it
@@ -727,14 +731,7 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
             sources[nodeid] = func
         if not inserts:
             continue
-        out: list[str] = list(inserts.get(0, []))
-        for idx, line in enumerate(source.splitlines(), start=1):
-            out.append(line)
-            # at the end of a class that ends the file or a top-level statement, method copies go before the
-            # top-level functions: after one, an indented ``def`` is that function's nested one, never collected
-            # (a must-fail copy of a ``TestCase`` method "reported missing": 1 gold grading in ~30 scored 0)
-            out.extend(sorted(inserts.get(idx, []), key=_top_level))
-        (workspace / rel).write_text("\n".join(out) + "\n", encoding="utf-8")
+        (workspace / rel).write_text(_with_inserts(source, inserts), encoding="utf-8")
         files.append(rel)
     standalone = _standalone_path(workspace, hosts, rng)
     host_names = {n.name for _, _, t in hosts for n in ast.walk(t) if isinstance(n, _FUNCS) and n.name.startswith("test")}
@@ -760,6 +757,57 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         sources = {c: text for n, text in sources.items() for c in homes.collected(n, known)}
     return CanaryPlan(expect=expect, plugin_module=module, files=tuple(files), standalone=standalone,
                       sources=sources, forge_chance=chance, origins=collected_origins)
+
+
+def _with_inserts(source: str, inserts: Mapping[int, list[str]]) -> str:
+    """``source`` with each chunk of ``inserts`` (line -> chunks) after that line (0: at the top)."""
+    out: list[str] = list(inserts.get(0, []))
+    for idx, line in enumerate(source.splitlines(), start=1):
+        out.append(line)
+        # at the end of a class that ends the file or a top-level statement, method copies go before the
+        # top-level functions: after one, an indented ``def`` is that function's nested one, never collected
+        # (a must-fail copy of a ``TestCase`` method "reported missing": 1 gold grading in ~30 scored 0)
+        out.extend(sorted(inserts.get(idx, []), key=_top_level))
+    return "\n".join(out) + "\n"
+
+
+CALIBRATION_VARIANTS = 3  # changed copies per test in a calibration run
+
+
+def calibration_copies(source: str, rel: str, strict: str = "", seed: int = 0,
+                       variants: int = CALIBRATION_VARIANTS) -> tuple[str, dict[str, str]]:
+    """``source`` (a hidden test file, original) with ``variants`` changed copies (``_mutated``) of every test
+    that can have them, and copy id -> the original's id at home (``rel::unit``).
+
+    A changed copy must fail on working code: it is a must-fail canary, and a grading whose run passes one is
+    flagged tampering. Code whose ``==`` is lenient passes it: pyasn1's ``BitString`` equals ``(1, 0, 7)`` where
+    it holds ``(1, 0, 1)`` (any non-zero is a set bit), so its decoder tests' changed copies passed on the gold
+    patch, and a task it accepted scored 0 in 3 of 5 gradings of its own gold patch. Validation runs these
+    copies once on the original code (``steps.Validation._unchangeable``); those that pass name the tests no
+    grading makes changed copies of (``plant_canaries(unchangeable=...)``)."""
+    try:
+        units, ends_alone = _units_of(source)
+    except (SyntaxError, ValueError):
+        return source, {}
+    rng = random.Random(seed)
+    inserts: dict[int, list[str]] = {}
+    copies: dict[str, str] = {}
+    taken = {n.name for n in ast.walk(_parse(source)) if isinstance(n, (*_FUNCS, ast.ClassDef))}
+    for key, (fn, _) in sorted(units.items()):
+        if key in ends_alone or not _sites(fn, strict):
+            continue
+        names = []
+        for j in range(variants):
+            name = f"test_tfcal_{len(copies) + j}"
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            names.append(name)
+        made = _mutated(source, fn, names, rng, strict)
+        for name, func in zip(names, made or (), strict=False):
+            inserts.setdefault(fn.end_lineno or fn.lineno, []).append("\n" + func)
+            copies[f"{rel}::{key.rsplit('::', 1)[0]}::{name}" if "::" in key else f"{rel}::{name}"] = f"{rel}::{key}"
+    return (_with_inserts(source, inserts) if inserts else source), copies
 
 
 def _top_level(chunk: str) -> bool:

@@ -294,8 +294,9 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path, rng: rand
             text = sealed_texts[rel] if rel in sealed_texts else strict_source(originals[rel], strict)
             (workspace / rel).write_text(text, encoding="utf-8")
         uncopied = task.provenance.get("uncopied", ()) if isinstance(task.provenance, Mapping) else ()
+        unchangeable = task.provenance.get("unchangeable", ()) if isinstance(task.provenance, Mapping) else ()
         plan = plant_canaries(workspace, hidden, pass_to_pass=task.pass_to_pass, fail_to_pass=task.fail_to_pass,
-                              uncopied=tuple(uncopied or ()),
+                              uncopied=tuple(uncopied or ()), unchangeable=tuple(unchangeable or ()),
                               src_root=src_root, allowed_plugin_files=plugins, strict_eq=strict, rng=rng,
                               seal=seal_name if sealed.sites else "")
         if memo_key is not None:

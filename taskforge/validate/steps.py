@@ -198,11 +198,13 @@ class _Validation:
         self._scratch.append(tmp)
         return self.sandbox.clone_env(self.env, Path(tmp))
 
-    def run_tests(self, workspace: Path, tests: tuple[str, ...], check: str, repeat: int) -> Any:
+    def run_tests(self, workspace: Path, tests: tuple[str, ...], check: str, repeat: int,
+                  record: bool = True) -> Any:
         """Run ``tests`` (naive: the whole suite) on ``workspace``; MISSING for any that did not report.
 
         A ``p2p_broken`` check rejects on its first red test, so it stops there (``--maxfail=1``): the tests
         it did not reach are MISSING, i.e. red, and the verdict is the one the whole run would give.
+        ``record=False``: the validation record keeps the run's cost, not its outcomes (our own copies).
         """
         from sandboxes.protocol import RunRequest
 
@@ -216,7 +218,8 @@ class _Validation:
         self.test_seconds += elapsed
         report = out.report.with_missing(tests)
         self.runs.append(ValidationRun(check, repeat, report.all_ok(tests) and not report.timed_out,
-                                       {n: report.outcome_of(n).value for n in tests}, round(elapsed, 3)))
+                                       {n: report.outcome_of(n).value for n in tests} if record else {},
+                                       round(elapsed, 3)))
         return report
 
     def test_deadlines(self, tests: tuple[str, ...], timeout_s: float | None = None
@@ -459,6 +462,14 @@ class _Validation:
             if not audit.passed:
                 hit = audit.hits[0]
                 return self.reject(RejectReason.LEAK_FOUND, f"{hit.channel}:{hit.path}: {hit.evidence}")
+            # tests whose changed copies pass on the gold code get none (calibration): before any gold grading
+            if lenient := self._unchangeable(task, original, homes):
+                task = dataclasses.replace(task, provenance={**task.provenance, "unchangeable": list(lenient)})
+                chance = self._forge_chance(task, original, homes)
+                weak = chance > self.settings.max_forge_chance
+                if weak and not self._sealable(task, original, homes):
+                    return self.reject(RejectReason.WEAKLY_GUARDED, _weak_guard_detail(chance))
+            t = self.lap("calibrate", t)
             verdict = self._contract(task, affected_p2p, ws, homes)
             t = time.monotonic()
             if verdict is not None:
@@ -548,6 +559,27 @@ class _Validation:
         return tuple(sorted(n for n in (*task.fail_to_pass, *task.pass_to_pass)
                             if durations.get(n, 0.0) > limit and homes.home(n).split("::", 1)[0] in files))
 
+    def _unchangeable(self, task: Task, original: Mapping[str, str | None], homes: Homes) -> tuple[str, ...]:
+        """The tests of the hidden files whose changed copies pass on the original code (``calibration``):
+        no grading plants a must-fail changed copy of them. Naive mode does not calibrate."""
+        from taskforge.validate.calibration import CACHE_DIR, unchangeable_tests
+
+        if self.naive:
+            return ()
+        files: dict[str, str] = {}
+        for rel in sorted({homes.home(n).split("::", 1)[0] for n in task.fail_to_pass}):
+            text = original.get(rel)
+            path = Path(self.profile.repo_dir) / rel
+            if text is None and path.is_file():
+                text = path.read_text(encoding="utf-8", errors="replace")
+            if text is not None and rel.endswith(".py"):
+                files[rel] = text
+        found = unchangeable_tests(
+            files, Path(self.profile.repo_dir),
+            lambda ws, tests: self.run_tests(ws, tests, "canary_calibration", 1, record=False),
+            Path(self.job.profile_dir) / CACHE_DIR)
+        return tuple(sorted(found))
+
     def _forge_chance(self, task: Task, original: Mapping[str, str | None], homes: Homes) -> float:
         """``canaries.forge_chance`` of the task's hidden test files, in the strict form they are graded in."""
         f2p = homes.homes(task.fail_to_pass)
@@ -560,7 +592,8 @@ class _Validation:
             if text is not None:
                 files[rel] = strict_source(text, _STRICT_NAME)
         uncopied = homes.homes(task.provenance.get("uncopied", ()))
-        return forge_chance(files, f2p, _STRICT_NAME, homes.loose() | no_copies(uncopied))
+        return forge_chance(files, f2p, _STRICT_NAME, homes.loose() | no_copies(uncopied)
+                            | no_copies(task.provenance.get("unchangeable", ())))
 
     def _sealable(self, task: Task, original: Mapping[str, str | None], homes: Homes) -> bool:
         """Whether a FAIL_TO_PASS test has an assertion the gold grading can seal (``reward.seals.sites``)."""
