@@ -803,3 +803,50 @@ def test_a_forger_that_errors_every_unknown_test_is_caught_despite_the_instance_
         forged = {f"{IMPL}::{t}[{p}]": "passed" for t in ("test_hidden", "test_other") for p in ("c", "py")}
         forged |= {f"{n}[{p}]": "error" for n in plan.expect for p in ("c", "py")}
         assert any(copy in p for p in plan.verify(forged, (), finished=True)), copy
+
+
+TEXTTABLE = '''\
+from textwrap import dedent
+
+
+def test_draw():
+    table = make()
+    assert clean(table.draw()) == dedent(\'\'\'\\
+        +------+
+        | Name |
+        +------+
+    \'\'\')
+    done = True
+'''
+
+
+def test_a_table_written_as_a_dedented_literal_of_several_lines_gets_changed_copies() -> None:
+    """texttable 1.7.2 writes every expected table as ``dedent(\'\'\'...\'\'\')`` over several lines: no site, no
+    changed copy and no seal, and 33 of its 63 decided candidates were weakly guarded (0 tasks)."""
+    import ast
+    import random
+
+    from taskforge.reward.canaries import _mutated, _sites
+
+    fn = ast.parse(TEXTTABLE).body[1]
+    assert [[c.value for c in site] for site in _sites(fn)] == [[
+        "        +------+\n        | Name |\n        +------+\n    "]]  # type: ignore[arg-type, attr-defined]
+    copies = _mutated(TEXTTABLE, fn, ["test_a", "test_b"], random.Random(1))  # type: ignore[arg-type]
+    assert copies is not None and len(copies) == 2
+    original = TEXTTABLE.split("\n\n\n", 1)[1]
+    for copy in copies:
+        ast.parse(copy)
+        assert copy.count("\n") == original.count("\n") and copy.endswith("    done = True\n")
+        changed = [(a, b) for a, b in zip(copy.replace("test_a", "test_draw").replace("test_b", "test_draw"),
+                                          original, strict=True) if a != b]
+        assert len(changed) == 1 and changed[0][0].isalpha(), changed
+
+
+def test_a_dedented_literal_is_sealed_as_its_dedented_value() -> None:
+    from taskforge.reward.seals import SealSite, seal_source
+
+    tokens: dict[str, SealSite] = {}
+    out = seal_source(TEXTTABLE, "t.py", {"test_draw": None}, "SEAL", tokens=tokens)
+    (token, site), = tokens.items()
+    assert site == SealSite("t.py::test_draw#1", "+------+\n| Name |\n+------+\n")
+    assert f"    SEAL((clean(table.draw())), {token!r})\n    done = True\n" in out and "Name" not in out

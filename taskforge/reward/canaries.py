@@ -218,9 +218,11 @@ def _copy(source: str, fn: ast.FunctionDef, name: str, extra: str = "",
     ``edits`` (a one-line node of ``fn``) written as the given literal text instead."""
     lines = source.splitlines()
     for node, text in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
-        raw = lines[node.lineno - 1].encode("utf-8")  # ast offsets count UTF-8 bytes
-        lines[node.lineno - 1] = (raw[:node.col_offset] + text.encode("utf-8")
-                                  + raw[node.end_col_offset or node.col_offset:]).decode("utf-8")
+        end = node.end_lineno or node.lineno  # a literal of several lines (``dedent('''...''')``): the new text
+        opening = lines[node.lineno - 1].encode("utf-8")  # has as many (ast offsets count UTF-8 bytes)
+        closing = lines[end - 1].encode("utf-8")
+        lines[node.lineno - 1:end] = (opening[:node.col_offset] + text.encode("utf-8")
+                                      + closing[node.end_col_offset or node.col_offset:]).decode("utf-8").split("\n")
     first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
     appended: list[str] = []
     if extra:
@@ -259,9 +261,20 @@ def _eq_sides(stmt: ast.stmt, strict: str = "") -> tuple[ast.expr, ast.expr] | N
 
 
 def _mutable(node: ast.AST | None) -> bool:
-    """A one-line str/bytes/int/float literal (not bool) whose text can change to another value of its type."""
+    """A str/bytes/int/float literal (not bool) whose text can change to another value of its type; one of
+    several lines too (texttable's tables are ``dedent('''...''')``: 33 of 63 candidates were weakly guarded)."""
     return isinstance(node, ast.Constant) and type(node.value) in (str, bytes, int, float) \
-        and node.lineno == node.end_lineno and node.value not in ("", b"")
+        and node.value not in ("", b"")
+
+
+def _text(lines: list[str], node: ast.AST) -> str:
+    """The source text of ``node`` (of one line or several)."""
+    first, last = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
+    if first == last:
+        return lines[first - 1].encode("utf-8")[node.col_offset:node.end_col_offset].decode("utf-8", "replace")  # type: ignore[attr-defined]
+    chunk = [lines[first - 1].encode("utf-8")[node.col_offset:].decode("utf-8", "replace"),  # type: ignore[attr-defined]
+             *lines[first:last - 1], lines[last - 1].encode("utf-8")[:node.end_col_offset].decode("utf-8", "replace")]  # type: ignore[attr-defined]
+    return "\n".join(chunk)
 
 
 def _computed(node: ast.AST) -> bool:
@@ -299,7 +312,7 @@ def _leaves(node: ast.AST) -> list[ast.Constant]:
         if isinstance(func, ast.Attribute) and func.attr == "join" and isinstance(func.value, ast.Constant) \
                 and isinstance(func.value.value, str) and isinstance(arg, ast.List | ast.Tuple):
             return [e for e in arg.elts if _mutable(e) and isinstance(e.value, str)]  # type: ignore[misc, attr-defined]
-        if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) == "dedent" \
+        if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")).endswith("dedent") \
                 and _mutable(arg) and isinstance(arg.value, str):  # type: ignore[attr-defined]
             return [arg]  # type: ignore[list-item]
     return []
@@ -506,8 +519,7 @@ def _mutated(source: str, fn: ast.FunctionDef, names: list[str], rng: random.Ran
     sites = _sites(fn, strict)[::-1]
     lines = source.splitlines()
     for group in sites[:4]:
-        per_node = [(node, _variants(lines[node.lineno - 1].encode("utf-8")[node.col_offset:node.end_col_offset]
-                                     .decode("utf-8", "replace"), node.value, rng, len(names))) for node in group]
+        per_node = [(node, _variants(_text(lines, node), node.value, rng, len(names))) for node in group]
         n = min(len(texts) for _, texts in per_node)
         if n:
             return [_copy(source, fn, name, edits=[(node, texts[j]) for node, texts in per_node])

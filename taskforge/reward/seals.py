@@ -25,7 +25,8 @@ plain data, not sealed). ``SealPlan.confirmed`` gives those (test, site) pairs; 
 
 A site is a statement at the top level of the test function's body (it runs exactly once in every run of the
 test that passes), with no ``return`` above it, on lines of its own; its literal is what ``ast.literal_eval``
-reads (strings, bytes, numbers, and lists, tuples, sets and dicts of them), and not a value a stub can produce
+reads (strings, bytes, numbers, and lists, tuples, sets and dicts of them) or ``dedent('''...''')`` of a string
+literal (``_dedented``), and not a value a stub can produce
 without implementing anything (``_guessable``: None, a bool, 0 or 1, an empty value, or a literal the test
 wrote above it or passes in the call).
 """
@@ -37,6 +38,7 @@ import functools
 import math
 import re
 import secrets
+import textwrap
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -215,6 +217,24 @@ def _literal(node: ast.AST) -> bool:
     return False
 
 
+def _dedented(node: ast.AST) -> str | None:
+    """The value of ``dedent('''...''')`` (``textwrap.dedent``, or a helper named so: texttable's ``u_dedent``)
+    of a string literal; None for anything else. Text-table and CLI tests write their expected output so."""
+    if not isinstance(node, ast.Call) or len(node.args) != 1 or node.keywords:
+        return None
+    func, arg = node.func, node.args[0]
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if not name.endswith("dedent") or not isinstance(arg, ast.Constant) or not isinstance(arg.value, str):
+        return None
+    return textwrap.dedent(arg.value)
+
+
+def _expected_value(node: ast.expr, text: str) -> Any:
+    """What the expected side ``node`` (source ``text``) is: a literal, or a dedented string literal."""
+    dedented = _dedented(node)
+    return dedented if dedented is not None else pyparse.literal_eval(text)
+
+
 def _computed(node: ast.AST) -> bool:
     """A side the run computes: it names something (a literal expected value needs none)."""
     return any(isinstance(n, ast.Name | ast.Attribute | ast.Call) for n in ast.walk(node))
@@ -234,7 +254,7 @@ def _sides(stmt: ast.stmt) -> tuple[ast.expr, ast.expr] | None:
     if pair is None:
         return None
     for got, expected in (pair, pair[::-1]):
-        if _literal(expected) and _computed(got):
+        if (_literal(expected) or _dedented(expected) is not None) and _computed(got) and _dedented(got) is None:
             return got, expected
     return None
 
@@ -268,7 +288,7 @@ def sites(source: str, tree: ast.Module, wanted: Iterable[str]) -> list[tuple[st
             if not alone or len(text) > MAX_LITERAL:
                 continue
             try:
-                value = pyparse.literal_eval(text)
+                value = _expected_value(sides[1], text)
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
                 continue
             if isinstance(value, float) and not math.isfinite(value):
@@ -369,7 +389,7 @@ def _sealed(source: str, rel: str, wanted: tuple[tuple[str, tuple[str, ...] | No
         extra = f", ({expected_text})" if probe else ""
         call = f"{indent}{name}(({got_text}), {token}{extra})\n"
         edits.append((stmt.lineno, stmt.end_lineno or stmt.lineno, call))
-        slots.append((token, SealSite(site, pyparse.literal_eval(expected_text))))
+        slots.append((token, SealSite(site, _expected_value(expected, expected_text))))
     for first, last, text in sorted(edits, reverse=True):
         lines[first - 1:last] = [text]
     return "".join(lines), tuple(slots)
