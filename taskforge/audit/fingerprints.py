@@ -42,6 +42,8 @@ MIN_LINE_CHARS = 12  # a squashed line shorter than this is not distinctive
 MIN_NGRAM_CHARS = 24
 MIN_CONST_CHARS = 8  # string/bytes constants shorter than this are too common to mean anything
 MIN_NAMES = 3
+MIN_NAMES_WITH_BUILTINS = 5  # a co_names sequence this long counts whatever its names; a shorter one needs
+# MIN_NAMES that are not builtins
 COPY_MIN_CHARS = 60  # ... and at least this many squashed characters of them
 RENAMED_COPY_FRACTION = 0.95  # a def of another name holding this share of a body's lines is a renamed copy
 COPY_FRACTION = 0.6  # a remaining file with this share of a body's lines is a copy of it  # a co_names sequence with fewer names is too common
@@ -368,8 +370,12 @@ def _bytecode(qualname: str, source: str, tree: ast.Module) -> list[Fingerprint]
     own_names = {n for c in iter_code(module) for n in (c.co_name, c.co_qualname)}  # names are revealed
     out = []
     for code in iter_code(module):
-        # a class body's __name__/__module__/__qualname__ is in every class: only other names count
-        if code is not module and sum(not _is_dunder(n) for n in code.co_names) >= MIN_NAMES:
+        # a class body's __name__/__module__/__qualname__ is in every class: only other names count; and a short
+        # sequence needs MIN_NAMES that are not builtins (configobj's ``_a_to_u`` and pygments'
+        # ``_decodeifneeded`` are both isinstance,bytes,encoding,decode: the ConfigObj stub was refused leak_found)
+        names = [n for n in code.co_names if not _is_dunder(n)]
+        if code is not module and len(names) >= MIN_NAMES and (
+                len(names) >= MIN_NAMES_WITH_BUILTINS or sum(n not in _BUILTINS for n in names) >= MIN_NAMES):
             out.append(Fingerprint(qualname, "names", ",".join(code.co_names)))
         for const in code.co_consts:
             text = const_text(const)
@@ -377,6 +383,9 @@ def _bytecode(qualname: str, source: str, tree: ast.Module) -> list[Fingerprint]
                     and not _is_dunder(text) and text not in own_names):  # e.g. a class's own __qualname__
                 out.append(Fingerprint(qualname, "const", squash_text(text), best_anchor([text])))
     return [f for f in out if f.text]
+
+
+_BUILTINS = frozenset(dir(builtins))
 
 
 def _is_dunder(name: str) -> bool:
