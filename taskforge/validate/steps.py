@@ -448,12 +448,9 @@ class _Validation:
             homes = test_homes(Path(self.profile.repo_dir), (*task.fail_to_pass, *task.pass_to_pass))
             if slow := self._too_slow_to_copy(task, homes):
                 task = dataclasses.replace(task, provenance={**task.provenance, "uncopied": list(slow)})
-            chance = self._forge_chance(task, original, homes)
-            # a task whose gold grading confirms a sealed assertion in a FAIL_TO_PASS test cannot be forged by
-            # writing records (reward.seals): only one that can have none is rejected here, before any grading
-            weak = chance > self.settings.max_forge_chance
-            if weak and not self._sealable(task, original, homes):
-                return self.reject(RejectReason.WEAKLY_GUARDED, _weak_guard_detail(chance))
+            chance, weak, refused = self._guarded(task, original, homes)
+            if refused is not None:
+                return refused
             t = self.lap("task", t)
             # the audit before the contract: it needs no test run, and docutils 0.23's 20 leaking candidates
             # each paid for the gold and empty-patch gradings first (272 s of its 416 s of leak_found)
@@ -465,10 +462,9 @@ class _Validation:
             # tests whose changed copies pass on the gold code get none (calibration): before any gold grading
             if lenient := self._unchangeable(task, original, homes):
                 task = dataclasses.replace(task, provenance={**task.provenance, "unchangeable": list(lenient)})
-                chance = self._forge_chance(task, original, homes)
-                weak = chance > self.settings.max_forge_chance
-                if weak and not self._sealable(task, original, homes):
-                    return self.reject(RejectReason.WEAKLY_GUARDED, _weak_guard_detail(chance))
+                chance, weak, refused = self._guarded(task, original, homes)
+                if refused is not None:
+                    return refused
             t = self.lap("calibrate", t)
             verdict = self._contract(task, affected_p2p, ws, homes)
             t = time.monotonic()
@@ -558,6 +554,18 @@ class _Validation:
         files = {homes.home(n).split("::", 1)[0] for n in task.fail_to_pass}
         return tuple(sorted(n for n in (*task.fail_to_pass, *task.pass_to_pass)
                             if durations.get(n, 0.0) > limit and homes.home(n).split("::", 1)[0] in files))
+
+    def _guarded(self, task: Task, original: Mapping[str, str | None], homes: Homes
+                 ) -> tuple[float, bool, CandidateResult | None]:
+        """The canaries' forge chance, whether it is over ``max_forge_chance``, and the ``WEAKLY_GUARDED``
+        rejection when it is and no assertion can be sealed: a task whose gold grading confirms a sealed
+        assertion in a FAIL_TO_PASS test cannot be forged by writing records (reward.seals), so only one that
+        can have none is rejected here, before any grading."""
+        chance = self._forge_chance(task, original, homes)
+        weak = chance > self.settings.max_forge_chance
+        if weak and not self._sealable(task, original, homes):
+            return chance, weak, self.reject(RejectReason.WEAKLY_GUARDED, _weak_guard_detail(chance))
+        return chance, weak, None
 
     def _unchangeable(self, task: Task, original: Mapping[str, str | None], homes: Homes) -> tuple[str, ...]:
         """The tests of the hidden files whose changed copies pass on the original code (``calibration``):
