@@ -338,14 +338,15 @@ def seal_source(source: str, rel: str, wanted: Mapping[str, Iterable[str] | None
     key = tuple(sorted((unit, None if ids is None else tuple(sorted(ids))) for unit, ids in wanted.items()))
     finish = transform or (lambda text: text)
     if _SLOT_MARK in source:  # slots could not be told from the file's own text: fresh tokens, no cache
-        text, slots = _sealed(source, rel, key, probe, lambda _i: repr(secrets.token_hex(6)), name)
-        found = {ast.literal_eval(token): site for token, site in slots}
+        text, slots = _sealed(source, rel, key, probe, lambda _i: secrets.token_hex(6), name)
+        found = dict(slots)
         text = finish(text)
     else:
         text, slots = _slotted(source, rel, key, probe)
-        fresh = {slot: repr(secrets.token_hex(6)) for slot, _ in slots}
-        text = _SLOT.sub(lambda m: fresh.get(m.group(0), name), finish(text))
-        found = {ast.literal_eval(fresh[slot]): site for slot, site in slots}
+        fresh = {slot: secrets.token_hex(6) for slot, _ in slots}
+        text = _SLOT.sub(lambda m: repr(fresh[m.group(0)[1:-1]]) if m.group(0) != _NAME_SLOT else name,
+                         finish(text))
+        found = {fresh[slot]: site for slot, site in slots}
     if tokens is not None:
         tokens.update(found)
     return text
@@ -361,7 +362,7 @@ def _slotted(source: str, rel: str, wanted: tuple[tuple[str, tuple[str, ...] | N
              probe: bool) -> tuple[str, tuple[tuple[str, SealSite], ...]]:
     """The sealed text with a slot for each token (``'__tfseal000000__'``) and for the name, and what each
     slot stands for; the same for every grading of one task, so it (and what is built from it) is cached."""
-    return _sealed(source, rel, wanted, probe, lambda i: repr(f"{_SLOT_MARK}{i:06d}__"), _NAME_SLOT)
+    return _sealed(source, rel, wanted, probe, lambda i: f"{_SLOT_MARK}{i:06d}__", _NAME_SLOT)
 
 
 def _sealed(source: str, rel: str, wanted: tuple[tuple[str, tuple[str, ...] | None], ...], probe: bool,
@@ -387,7 +388,7 @@ def _sealed(source: str, rel: str, wanted: tuple[tuple[str, tuple[str, ...] | No
         token = token_of(len(slots))
         indent = lines[stmt.lineno - 1].encode("utf-8")[:stmt.col_offset].decode("utf-8")
         extra = f", ({expected_text})" if probe else ""
-        call = f"{indent}{name}(({got_text}), {token}{extra})\n"
+        call = f"{indent}{name}(({got_text}), {token!r}{extra})\n"
         edits.append((stmt.lineno, stmt.end_lineno or stmt.lineno, call))
         slots.append((token, SealSite(site, _expected_value(expected, expected_text))))
     for first, last, text in sorted(edits, reverse=True):
