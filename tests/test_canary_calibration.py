@@ -96,7 +96,6 @@ def test_calibration_names_the_tests_whose_changed_copies_pass_and_is_kept_per_f
 
 
 def test_no_grading_plants_a_changed_copy_of_an_unchangeable_test(tmp_path: Path) -> None:
-    root = _repo(tmp_path)
     f2p = ("tests/test_bits.py::test_name",)
     p2p = ("tests/test_bits.py::test_decode", "tests/test_bits.py::TestMore::test_decode_six",
            "tests/test_bits.py::TestMore::test_name_six")
