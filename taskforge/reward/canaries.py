@@ -267,16 +267,6 @@ def _mutable(node: ast.AST | None) -> bool:
         and node.value not in ("", b"")
 
 
-def _text(lines: list[str], node: ast.AST) -> str:
-    """The source text of ``node`` (of one line or several)."""
-    first, last = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
-    if first == last:
-        return lines[first - 1].encode("utf-8")[node.col_offset:node.end_col_offset].decode("utf-8", "replace")  # type: ignore[attr-defined]
-    chunk = [lines[first - 1].encode("utf-8")[node.col_offset:].decode("utf-8", "replace"),  # type: ignore[attr-defined]
-             *lines[first:last - 1], lines[last - 1].encode("utf-8")[:node.end_col_offset].decode("utf-8", "replace")]  # type: ignore[attr-defined]
-    return "\n".join(chunk)
-
-
 def _computed(node: ast.AST) -> bool:
     """Whether ``node`` needs the run to be evaluated (it names something that is not a builtin): a canary whose
     changed expectation sits next to ``len('ab')`` would again be decidable by reading the file."""
@@ -517,9 +507,9 @@ def _mutated(source: str, fn: ast.FunctionDef, names: list[str], rng: random.Ran
     # the last assertions first: by then the test has called what it tests, so against a stub the copy fails
     # inside the stub as its original does (cachetools: ``assertEqual(len(cache), 0)`` comes before the call)
     sites = _sites(fn, strict)[::-1]
-    lines = source.splitlines()
+    segment = pyparse.source_segments(source)  # a literal of one line or several
     for group in sites[:4]:
-        per_node = [(node, _variants(_text(lines, node), node.value, rng, len(names))) for node in group]
+        per_node = [(node, _variants(segment(node) or "", node.value, rng, len(names))) for node in group]
         n = min(len(texts) for _, texts in per_node)
         if n:
             return [_copy(source, fn, name, edits=[(node, texts[j]) for node, texts in per_node])
