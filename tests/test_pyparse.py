@@ -36,7 +36,7 @@ STRESS = textwrap.dedent("""
                 parse(src); pyparse.literal_eval("[1, (2, 'x'), {{'k': 3.5}}]")
             except SystemError as e:
                 errors.append(e)
-    gc.set_threshold(50, 1, 1)
+    gc.set_threshold(10, 1, 1)  # at 50 the control missed in 1 of 3 runs of 60 s; at 10, 0 of 23 runs of 15-40 s
     threads = [threading.Thread(target=work) for _ in range(3)] + [threading.Thread(target=junk)]
     [t.start() for t in threads]; [t.join() for t in threads]
     print(len(errors))
@@ -58,9 +58,11 @@ def test_threads_parsing_through_pyparse_never_see_the_recursion_depth_mismatch(
                             timeout=120, check=True)
     assert locked.stdout.strip() == "0", locked.stdout + locked.stderr
     if sys.version_info[:2] == (3, 11):  # the control: without the lock this interpreter does fail
-        bare = subprocess.run([sys.executable, str(script), "bare", "60"], capture_output=True, text=True,
-                              timeout=120, check=True)
-        assert int(bare.stdout.strip()) > 0, "the stress no longer reproduces gh-106905; the test proves nothing"
+        tries: list[str] = []
+        while len(tries) < 3 and not any(int(t) > 0 for t in tries):  # the race is random: up to 3 tries of 20 s
+            tries.append(subprocess.run([sys.executable, str(script), "bare", "20"], capture_output=True,
+                                        text=True, timeout=120, check=True).stdout.strip())
+        assert int(tries[-1]) > 0, f"the stress no longer reproduces gh-106905 ({tries}); the test proves nothing"
 
 
 def test_source_segments_equal_get_source_segment_for_every_node() -> None:
