@@ -63,6 +63,8 @@ The runner always adds ``-p no:cacheprovider -p no:randomly --continue-on-collec
 file that cannot be collected is sent as ``collect_error``; the other files still run), and
 ``--benchmark-disable`` when pytest-benchmark is installed and no ``--benchmark-*`` option is given:
 outcomes are all that is read, and timing rounds cost wcwidth 2.5 s for each of its 50 benchmark tests.
+Hypothesis tests run derandomized, without an example database or shrinking, with at most
+``HYPOTHESIS_MAX_EXAMPLES`` examples each (``HypothesisBudget``).
 The exit code of this script is pytest's exit code (4 when the request itself is unusable).
 """
 
@@ -77,6 +79,7 @@ from collections.abc import Iterable
 from typing import Any
 
 SUBTEST_REPORTS = frozenset({"SubtestReport", "SubTestReport"})  # pytest>=9 built-in, pytest-subtests
+HYPOTHESIS_MAX_EXAMPLES = 20  # per property test in every run (``HypothesisBudget``)
 _CHANNEL_FD = -1  # the private duplicate of the records channel, set by ``open_channel``
 
 
@@ -528,6 +531,43 @@ class PlainRewrite:
                 hook.session = saved
 
         hook._should_rewrite = should_rewrite
+
+
+class HypothesisBudget:
+    """Every Hypothesis test runs the same examples in every run, and at most ``HYPOTHESIS_MAX_EXAMPLES`` of
+    them: ``derandomize`` (examples from the test itself, not a random seed: a baseline, a validation and
+    every grading see the same cases, so the outcome of a property test is not a coin toss between the gold
+    patch's gradings), no example database (it writes into the workspace and replays one run's failures in
+    the next), no deadline and no ``too_slow`` health check (timing on a loaded machine is not an outcome),
+    and no shrinking (a failing example fails as it is found; the reward reads outcomes, not minimal cases).
+
+    cattrs 26.2.1 runs 1,006 mostly-Hypothesis tests in 138 s a run, more than half of a 15 CPU-minute budget
+    in profiling alone; two of its files took 21.3 s at 100 examples and 2.2 s at 10. The settings are
+    applied to each collected test's own settings object (``@given`` freezes ``settings.default`` when the
+    module is imported, so a profile loaded now would be too late), after the project's choices. Nothing
+    happens when Hypothesis is not imported, or when it is the project under test (its tests test settings).
+    """
+
+    def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
+        hyp = sys.modules.get("hypothesis")
+        where = os.path.realpath(str(getattr(hyp, "__file__", "") or ""))
+        if hyp is None or where.startswith(os.path.realpath(os.getcwd()) + os.sep):
+            return
+        for item in items:
+            try:
+                obj = item.obj
+                fn = getattr(obj, "__func__", obj)
+                current = getattr(fn, "_hypothesis_internal_use_settings", None)
+                if current is None or not getattr(fn, "is_hypothesis_test", False):
+                    continue
+                phases = tuple(p for p in current.phases if getattr(p, "name", "") not in ("shrink", "explain"))
+                slow = getattr(getattr(hyp, "HealthCheck", None), "too_slow", None)
+                checks = tuple(current.suppress_health_check) + ((slow,) if slow is not None else ())
+                fn._hypothesis_internal_use_settings = type(current)(
+                    current, max_examples=min(int(current.max_examples), HYPOTHESIS_MAX_EXAMPLES),
+                    derandomize=True, database=None, deadline=None, phases=phases, suppress_health_check=checks)
+            except Exception:  # an item without a Python object, an old Hypothesis: left as the project has it
+                continue
 
 
 class DuplicateIds:
@@ -993,7 +1033,7 @@ def main(argv: list[str]) -> int:
 
         _pytest.runner._update_current_test_var = _unset_current_test
 
-    plugins: list[Any] = [DuplicateIds()]
+    plugins: list[Any] = [DuplicateIds(), HypothesisBudget()]
     args, nodeids, paths = _split_nodeids(args)
     if nodeids:
         plugins.append(SelectPlugin(nodeids, paths))
