@@ -76,3 +76,38 @@ def test_a_bad_source_does_not_stop_the_good_one_and_validate_confirms(tmp_path)
     # each task's verdict was printed as soon as it was known (what a killed validation keeps)
     assert sorted(ln["instance_id"] for ln in lines[:-1]) == sorted(t.instance_id for t in Dataset.open(out).tasks())
     assert all(ln["holds"] for ln in lines[:-1])
+
+
+def test_validate_grades_the_empty_patch_on_the_fail_to_pass_tests_alone(tmp_path, monkeypatch):
+    """The PASS_TO_PASS tests decide nothing about the empty patch (it must score 0 with no FAIL_TO_PASS test
+    passing); cattrs' 929 of them made each task's validation two whole-suite runs."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    import taskforge.reward.reward as reward_mod
+    from taskforge.dataset.reader import Dataset as Reader
+
+    @dataclasses.dataclass(frozen=True)
+    class Task:
+        instance_id: str
+        patch: str
+        fail_to_pass: tuple[str, ...]
+        pass_to_pass: tuple[str, ...]
+
+    task = Task("t1", "diff", ("a.py::f",), ("a.py::p",))
+    monkeypatch.setattr(Reader, "open", classmethod(lambda cls, path: SimpleNamespace(tasks=lambda: [task])))
+    graded = []
+
+    def fake_many(pairs, *, on_result=None, **_kw):
+        results = []
+        for i, (t, patch) in enumerate(pairs):
+            graded.append((t.fail_to_pass, t.pass_to_pass, patch))
+            results.append(SimpleNamespace(score=1.0 if patch else 0.0, fraction=1.0 if patch else 0.0, flags=()))
+            if on_result is not None:
+                on_result(i, results[-1])
+        return results
+
+    monkeypatch.setattr(reward_mod, "reward_many", fake_many)
+    res = _invoke("validate", str(tmp_path), "--sandbox", "local", "--work-dir", str(tmp_path / "work"), "--json")
+    assert res.exit_code == 0, res.output
+    assert graded == [(("a.py::f",), ("a.py::p",), "diff"), (("a.py::f",), (), "")]
