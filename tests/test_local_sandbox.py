@@ -395,18 +395,25 @@ def test_hypothesis_tests_run_few_fixed_examples_and_leave_no_database(
         tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     """cattrs 26.2.1: 1,006 mostly-Hypothesis tests, 138 s a run, half of a 15 CPU-minute budget in profiling.
     Every run now sees the same examples (a gold patch's gradings do not toss a coin), at most
-    ``HYPOTHESIS_MAX_EXAMPLES`` of them, even where the project asked for more, and writes no example database
-    (failing examples replayed in the next run) into the workspace."""
+    ``HYPOTHESIS_MAX_EXAMPLES`` of them, even where the project asked for more or the package under test loaded a
+    profile that tests nothing, and writes no example database (failing examples replayed in the next run) into
+    the workspace."""
     from sandboxes.runner.pytest_runner import HYPOTHESIS_MAX_EXAMPLES
 
     write(tmp_path, {"pyproject.toml": "[project]\nname = 'hyp-toy'\nversion = '1.0'\n"
                                        "[project.optional-dependencies]\ntests = ['hypothesis']\n",
-                     "hyp_toy/__init__.py": "",
+                     # code under grading can load a profile before ``@given`` reads it: nothing to test
+                     "hyp_toy/__init__.py": "from hypothesis import Phase, settings\n"
+                                            "settings.register_profile('idle', max_examples=1)\n"
+                                            "settings.load_profile('idle')\n",
                      "tests/test_h.py": "from pathlib import Path\n"
+                                        "import hyp_toy\n"
                                         "from hypothesis import given, settings, strategies as st\n"
                                         "SEEN = []\n\n"
                                         "@settings(max_examples=300)\n@given(st.integers())\n"
                                         "def test_p(x):\n    SEEN.append(x)\n\n"
+                                        "@given(st.integers())\n"
+                                        "def test_q(x):\n    SEEN.append('q')\n\n"
                                         "@given(st.text())\ndef test_fails(s):\n    assert False\n\n"
                                         "def test_z_record():\n"
                                         "    Path(__file__).parents[1].joinpath('seen.txt').write_text(repr(SEEN))\n"})
@@ -416,9 +423,11 @@ def test_hypothesis_tests_run_few_fixed_examples_and_leave_no_database(
     for _ in range(2):
         out = sandbox.run(env, tmp_path, RunRequest(timeout_s=300))
         assert out.report.outcomes() == {"tests/test_h.py::test_p": Outcome.PASSED,
+                                         "tests/test_h.py::test_q": Outcome.PASSED,
                                          "tests/test_h.py::test_fails": Outcome.FAILED,
                                          "tests/test_h.py::test_z_record": Outcome.PASSED}, out.report.output_tail
         seen.append((tmp_path / "seen.txt").read_text())
     assert seen[0] == seen[1]
-    assert 0 < len(eval(seen[0])) <= HYPOTHESIS_MAX_EXAMPLES  # noqa: S307 (our own repr of a list of ints)
+    values = eval(seen[0])  # noqa: S307 (our own repr of a list of ints and "q"s)
+    assert 1 < values.count("q") <= HYPOTHESIS_MAX_EXAMPLES and 1 < len(values) - values.count("q") <= 20
     assert not (tmp_path / ".hypothesis" / "examples").exists()  # its own caches (unicode data) may be there

@@ -63,7 +63,7 @@ The runner always adds ``-p no:cacheprovider -p no:randomly --continue-on-collec
 file that cannot be collected is sent as ``collect_error``; the other files still run), and
 ``--benchmark-disable`` when pytest-benchmark is installed and no ``--benchmark-*`` option is given:
 outcomes are all that is read, and timing rounds cost wcwidth 2.5 s for each of its 50 benchmark tests.
-Hypothesis tests run derandomized, without an example database or shrinking, with at most
+Hypothesis tests run derandomized, without an example database or shrinking, with
 ``HYPOTHESIS_MAX_EXAMPLES`` examples each (``HypothesisBudget``).
 The exit code of this script is pytest's exit code (4 when the request itself is unusable).
 """
@@ -79,7 +79,7 @@ from collections.abc import Iterable
 from typing import Any
 
 SUBTEST_REPORTS = frozenset({"SubtestReport", "SubTestReport"})  # pytest>=9 built-in, pytest-subtests
-HYPOTHESIS_MAX_EXAMPLES = 20  # per property test in every run (``HypothesisBudget``)
+HYPOTHESIS_MAX_EXAMPLES = 20  # examples of each property test in every run (``HypothesisBudget``)
 _CHANNEL_FD = -1  # the private duplicate of the records channel, set by ``open_channel``
 
 
@@ -534,12 +534,15 @@ class PlainRewrite:
 
 
 class HypothesisBudget:
-    """Every Hypothesis test runs the same examples in every run, and at most ``HYPOTHESIS_MAX_EXAMPLES`` of
-    them: ``derandomize`` (examples from the test itself, not a random seed: a baseline, a validation and
+    """Every Hypothesis test runs the same examples in every run, ``HYPOTHESIS_MAX_EXAMPLES`` of them:
+    ``derandomize`` (examples from the test itself, not a random seed: a baseline, a validation and
     every grading see the same cases, so the outcome of a property test is not a coin toss between the gold
     patch's gradings), no example database (it writes into the workspace and replays one run's failures in
     the next), no deadline and no ``too_slow`` health check (timing on a loaded machine is not an outcome),
     and no shrinking (a failing example fails as it is found; the reward reads outcomes, not minimal cases).
+    The count and the phases are set, not lowered from what the test has: the package under test is imported
+    before ``@given`` freezes ``settings.default``, so code under grading that loads a profile of one example
+    would otherwise have each property test try a single case (one without the generate phase makes them skip).
 
     cattrs 26.2.1 runs 1,006 mostly-Hypothesis tests in 138 s a run, more than half of a 15 CPU-minute budget
     in profiling alone; two of its files took 21.3 s at 100 examples and 2.2 s at 10. The settings are
@@ -560,12 +563,12 @@ class HypothesisBudget:
                 current = getattr(fn, "_hypothesis_internal_use_settings", None)
                 if current is None or not getattr(fn, "is_hypothesis_test", False):
                     continue
-                phases = tuple(p for p in current.phases if getattr(p, "name", "") not in ("shrink", "explain"))
+                phase = hyp.Phase
                 slow = getattr(getattr(hyp, "HealthCheck", None), "too_slow", None)
                 checks = tuple(current.suppress_health_check) + ((slow,) if slow is not None else ())
                 fn._hypothesis_internal_use_settings = type(current)(
-                    current, max_examples=min(int(current.max_examples), HYPOTHESIS_MAX_EXAMPLES),
-                    derandomize=True, database=None, deadline=None, phases=phases, suppress_health_check=checks)
+                    current, max_examples=HYPOTHESIS_MAX_EXAMPLES, derandomize=True, database=None, deadline=None,
+                    phases=(phase.explicit, phase.generate, phase.target), suppress_health_check=checks)
             except Exception:  # an item without a Python object, an old Hypothesis: left as the project has it
                 continue
 
