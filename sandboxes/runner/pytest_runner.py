@@ -546,9 +546,9 @@ class HypothesisBudget:
 
     cattrs 26.2.1 runs 1,006 mostly-Hypothesis tests in 138 s a run, more than half of a 15 CPU-minute budget
     in profiling alone; two of its files took 21.3 s at 100 examples and 2.2 s at 10. The settings are
-    applied to each collected test's own settings object (``@given`` freezes ``settings.default`` when the
-    module is imported, so a profile loaded now would be too late), after the project's choices. Nothing
-    happens when Hypothesis is not imported, or when it is the project under test (its tests test settings).
+    applied to each collected test's own settings object (a profile loaded now would be too late, see above),
+    over the project's choices. Nothing happens when Hypothesis is not imported, or when it is the project
+    under test (its tests test settings).
     """
 
     def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
