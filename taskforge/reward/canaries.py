@@ -21,6 +21,8 @@ outcome** (nothing of the graded process decides it, and nothing in it knows whi
   hold appended: a forger that evaluates such assertions reading the file can spot those,
   ``tests/redteam_hacks.py``: ``canary_constant_assert_forge`` scored 1.0 when every must-fail canary was of
   that kind); no such copy is made of a test that has a block, as it would show which member is the original;
+  and in a file with Hypothesis property tests, one copy of one of them (a FAIL_TO_PASS one first) with such
+  an assertion appended (``_property_canary``): it passes only where Hypothesis never ran its body;
 - a standalone canary file with a plausible name in a hidden-test directory, holding small
   self-contained tests of both kinds (so a dead or short-circuited runner shows even when the hidden
   files fail to collect).
@@ -46,6 +48,7 @@ import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeGuard
 
 if __package__:  # imported from the repository (taskforge.reward)
     from ..core import pyparse
@@ -190,6 +193,76 @@ def _test_units(tree: ast.Module) -> dict[str, tuple[ast.FunctionDef, list[int]]
                 if _copyable(m, method=True):
                     out[f"{n.name}::{m.name}"] = (m, ends)  # type: ignore[assignment]
     return out
+
+
+_PROPERTY_DECORATORS = frozenset({"given", "settings", "example", "seed"})
+
+
+def _decorator_name(node: ast.expr) -> str:
+    """The name a decorator is called by: ``given`` for ``@given(...)`` and ``@hypothesis.given(...)``."""
+    node = node.func if isinstance(node, ast.Call) else node
+    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+
+
+def _imports_hypothesis(tree: ast.Module) -> bool:
+    return any(isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "hypothesis"
+               or isinstance(n, ast.Import) and any(a.name.split(".")[0] == "hypothesis" for a in n.names)
+               for n in tree.body)
+
+
+def _property_test(fn: ast.AST, method: bool) -> TypeGuard[ast.FunctionDef]:
+    """A Hypothesis property test (``@given``) whose copy runs as it does: only Hypothesis decorators
+    (``given``, ``settings``, ``example``, ``seed``) and ``parametrize``/``usefixtures``; its arguments
+    are filled by ``given`` or resolve as fixtures by name, as the original's do."""
+    if not (isinstance(fn, ast.FunctionDef) and fn.name.startswith("test")) or (method and not fn.args.args):
+        return False
+    names = [_decorator_name(d) for d in fn.decorator_list]
+    return "given" in names and all(n in _PROPERTY_DECORATORS or n in ("parametrize", "usefixtures")
+                                    for n in names)
+
+
+@functools.lru_cache(maxsize=16)
+def _property_units(source: str) -> dict[str, ast.FunctionDef]:
+    """The open-ended property tests of a test file that imports Hypothesis, by node-id tail, once per text."""
+    tree = _parse(source)
+    if not _imports_hypothesis(tree):
+        return {}
+    out: dict[str, ast.FunctionDef] = {}
+    for n in tree.body:
+        if _property_test(n, method=False):
+            out[n.name] = n
+        elif isinstance(n, ast.ClassDef) and (n.name.startswith("Test") or any("TestCase" in ast.dump(b)
+                                                                                for b in n.bases)):
+            out.update({f"{n.name}::{m.name}": m for m in n.body if _property_test(m, method=True)})
+    return {k: fn for k, fn in out.items() if not _ends_on_its_own(fn)}
+
+
+def _property_canary(source: str, rel: str, keys: tuple[list[str], list[str]], rng: random.Random,
+                     naming: tuple[set[str], set[str], list[str]], inserts: dict[int, list[str]],
+                     plan: tuple[dict[str, str], dict[str, str], dict[str, str]]) -> None:
+    """Plant one must-fail copy of a property test of ``rel`` (a FAIL_TO_PASS one first, ``keys``), with an
+    assertion that cannot hold appended, right before or right after its original.
+
+    Only Hypothesis runs a property test's body: code under test that swaps ``hypothesis.given`` for a
+    decorator whose test does nothing made every property test "pass" without running. cattrs 26.2.1's
+    ``configure_union_passthrough`` task (98 FAIL_TO_PASS tests, most of them property tests with no expected
+    literal, so no other canary copies them): reward 0 (its other tests still failed) but a FAIL_TO_PASS
+    fraction of 0.755 for a stub that scores 0.48. The copy passes under such a swap and fails whenever its
+    body runs, on a stub as on working code. A forger that reads the file can evaluate the appended check
+    (as for the single copies above); these copies catch the tests that never run, not a file reader."""
+    f2p_keys, p2p_keys = keys
+    names, taken, words = naming
+    expect, sources, origins = plan
+    key = rng.choice(f2p_keys or p2p_keys)
+    fn = _property_units(source)[key]
+    name = _names_from(names, rng, taken)
+    func = _copy(source, fn, name, _check(rng, words, holds=False))
+    first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+    inserts.setdefault(rng.choice((first - 1, fn.end_lineno or first)), []).append("\n" + func)
+    nodeid = f"{rel}::{key.rsplit('::', 1)[0]}::{name}" if "::" in key else f"{rel}::{name}"
+    expect[nodeid] = "fail"
+    sources[nodeid] = func
+    origins[nodeid] = f"{rel}::{key}"
 
 
 def _ends_on_its_own(fn: ast.FunctionDef) -> bool:
@@ -660,7 +733,8 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
     chance = 1.0
     slow = no_copies(homes.homes(uncopied))
     lenient = no_copies(unchangeable)
-    twinnable = _twinnable(hosts, f2p, strict_eq, homes.loose() | slow | lenient)
+    loose = homes.loose()
+    twinnable = _twinnable(hosts, f2p, strict_eq, loose | slow | lenient)
     drawn = sorted(twinnable)
     rng.shuffle(drawn)
     blocked = set(drawn[:TWIN_BLOCKS])
@@ -699,6 +773,11 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         for key in twinned:
             chance *= _twins(source, units[key][0], key, rel, rng, strict_eq, per_block, (names, taken),
                              inserts, (expect, sources, origins))
+        props = [k for k in _property_units(source) if (rel, k) not in slow and (rel, k) not in loose]
+        f2p_props, p2p_props = [k for k in props if k in f2p_ids], [k for k in props if k in p2p_ids]
+        if f2p_props or p2p_props:
+            _property_canary(source, rel, (f2p_props, p2p_props), rng, (names, taken, words), inserts,
+                             (expect, sources, origins))
         for want in per_host[rel]:
             if want == "pass" and not passing:
                 standalone_wants.append(want)  # nothing here passes on its own for sure

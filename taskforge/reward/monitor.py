@@ -195,7 +195,9 @@ def beyond_gold(findings: Iterable[Finding], gold_patch: str) -> tuple[Finding, 
 _CONFIG = frozenset({"pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"})
 _ALWAYS = {"__eq__": True, "__ne__": False, "__instancecheck__": True, "__subclasscheck__": True}
 _MODULES = frozenset({"sys", "os", "builtins", "json", "inspect", "importlib", "unittest", "pytest", "subprocess"})
-_PATCHABLE = frozenset(sys.stdlib_module_names) | {"pytest", "_pytest", "pluggy"}
+# modules whose attributes code under test has no business setting: a swapped ``hypothesis.given`` made every
+# property test of cattrs "pass" without running its body (``taskforge.reward.canaries._property_canary``)
+_PATCHABLE = frozenset(sys.stdlib_module_names) | {"pytest", "_pytest", "pluggy", "hypothesis", "mock"}
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _WALK = re.compile(r"\b(i?glob|walk|listdir|scandir|rglob|iterdir)\s*\(")
 _ROOT = re.compile(r"getcwd|\bcwd\(|\.parents\b|\.parent\s*\.\s*parent\b|dirname\((os\.path\.)?dirname\(|"
