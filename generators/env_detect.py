@@ -406,6 +406,20 @@ def _pytest_ini(repo: Path, pyproject: dict[str, Any], cfg: configparser.ConfigP
     return {}, "no pytest configuration"
 
 
+def collected_names(repo: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """pytest's ``python_classes`` and ``python_functions`` of the repository (defaults ``Test``, ``test``): mako
+    1.4.3 sets ``python_classes = ["*Test", "Test*"]``, and its ``FilterTest::test_*`` tests could not be hidden."""
+    ini, _ = _pytest_ini(repo, _read_toml(repo / "pyproject.toml"), _read_ini(repo / "setup.cfg"),
+                         _read_ini(repo / "tox.ini"))
+    return tuple(_as_list(ini.get("python_classes"))) or ("Test",), \
+        tuple(_as_list(ini.get("python_functions"))) or ("test",)
+
+
+def name_collected(name: str, patterns: Iterable[str]) -> bool:
+    """pytest's rule for ``python_classes``/``python_functions``: a prefix, or a glob where it has one."""
+    return any(name.startswith(p) or (any(c in p for c in "*?[") and fnmatch.fnmatch(name, p)) for p in patterns)
+
+
 def _holds_project_code(path: str, src_roots: tuple[str, ...], package_dirs: tuple[str, ...]) -> bool:
     p = path.strip("/")
     if p in (".", ""):

@@ -40,6 +40,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from generators import cst_edit
+from generators.env_detect import collected_names, name_collected
 from generators.static_index import StaticIndex
 from taskforge.core import pyparse
 from taskforge.core.entities import EntityKind
@@ -99,8 +100,9 @@ class _Def:
 class _Scan(cst.CSTVisitor):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self) -> None:
+    def __init__(self, names: tuple[tuple[str, ...], tuple[str, ...]] = (("Test",), ("test",))) -> None:
         super().__init__()
+        self.classes, self.functions = names  # pytest's python_classes and python_functions
         self.defs: list[_Def] = []
         self.stack: list[tuple[str, bool]] = []  # (name, is_class)
         self.uses: list[tuple[str, TestPath]] = []  # (name, enclosing def path) ; "" path = module level
@@ -125,7 +127,7 @@ class _Scan(cst.CSTVisitor):
         self._skip.add(id(node.name))
         if self._collectable():
             in_class = bool(self.stack)
-            is_test = node.name.value.startswith("test") and (not in_class or self._test_class_chain())
+            is_test = name_collected(node.name.value, self.functions) and (not in_class or self._test_class_chain())
             params = tuple(p.name.value for p in [*node.params.posonly_params, *node.params.params,
                                                    *node.params.kwonly_params])
             self.defs.append(_Def((*self._path(), node.name.value), self._start(node), is_test, False, params))
@@ -163,7 +165,7 @@ class _Scan(cst.CSTVisitor):
         self._skip.add(id(node.name))
         if self._collectable():
             bases = [cst.helpers.get_full_name_for_node(a.value) or "" for a in node.bases]
-            is_test = node.name.value.startswith("Test") or any(b.endswith("TestCase") for b in bases)
+            is_test = name_collected(node.name.value, self.classes) or any(b.endswith("TestCase") for b in bases)
             self.defs.append(_Def((*self._path(), node.name.value), self._start(node), is_test, True,
                                   bases=tuple(bases)))
         self.stack.append((node.name.value, True))
@@ -190,10 +192,11 @@ class _Scan(cst.CSTVisitor):
 
 
 @functools.lru_cache(maxsize=256)  # a scan is small (defs and name uses); 16 thrashed on semver (22 test files)
-def _scan(text: str) -> _Scan:
-    """The test file's definitions and name uses; cached per text (read only: every candidate of a
-    repository scans the same test files again)."""
-    scan = _Scan()
+def _scan(text: str, names: tuple[tuple[str, ...], tuple[str, ...]] = (("Test",), ("test",))) -> _Scan:
+    """The test file's definitions and name uses (``names``: the test class and function patterns,
+    ``collected_names``); cached per text (read only: every candidate of a repository scans the same test
+    files again)."""
+    scan = _Scan(names)
     MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True).visit(scan)
     return scan
 
@@ -229,7 +232,7 @@ def _base_tests(scan: _Scan) -> frozenset[TestPath]:
     inherits: frozenlist 1.8.0 defines all 52 of its tests on ``FrozenListMixin``; counting only the hidden
     one as the file's tests removed the file whole, and every candidate had no test left to pass."""
     methods = [d.path for d in scan.defs if not d.is_class and not d.is_assign and len(d.path) >= 2
-               and d.path[-1].startswith("test")]
+               and name_collected(d.path[-1], scan.functions)]
     out: set[TestPath] = set()
     for cls in (d for d in scan.defs if d.is_class and d.is_test and d.bases):
         for m in methods:
@@ -303,6 +306,7 @@ def hide_tests(repo_root: Path, fail_to_pass: Iterable[str], index: StaticIndex 
     removed_files: list[str] = []
     notes: list[str] = []
     import_edits = _test_import_edits(index, set(deleted)) if index is not None else {}
+    patterns = collected_names(repo_root)
     modules = frozenset(q for q in deleted if index is not None and (e := index.get(q)) is not None
                         and e.kind is EntityKind.MODULE)
     moved = _follow_imports(repo_root, wanted)  # {(defining file, path): id where pytest collects it}
@@ -317,7 +321,7 @@ def hide_tests(repo_root: Path, fail_to_pass: Iterable[str], index: StaticIndex 
             unmatched.extend(f"{rel}::{'::'.join(p)}" for p in sorted(wanted.get(rel, ())))
             continue
         text = path.read_bytes().decode("utf-8")
-        scan = _scan(text)
+        scan = _scan(text, patterns)
         want = wanted.get(rel, set())
         known = {d.path for d in scan.defs if d.is_test and not d.is_class}
         via_base = {p: b for p in want - known if (b := _inherited_from(scan, p)) is not None}

@@ -155,3 +155,19 @@ def test_a_helper_method_kept_tests_call_through_a_fixture_object_stays(tmp_path
     (tmp_path / "tests" / "test_diff.py").write_text(only_hidden)
     gone = hide_tests(tmp_path, ["tests/test_diff.py::test_hidden"]).files_after["tests/test_diff.py"]
     assert gone is None or "def test_hidden" not in gone
+
+
+def test_classes_and_functions_named_by_the_projects_python_classes_and_functions_are_tests(tmp_path: Path) -> None:
+    """mako 1.4.3: ``python_classes = ["*Test", "Test*"]``. Its ``FilterTest::test_*`` tests were not tests to
+    the scanner: a candidate whose FAIL_TO_PASS tests were there had them ``unmatched`` and was rejected."""
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\npython_classes = ["*Test", "Test*"]\n'
+                                            'python_functions = ["test", "check_*"]\n')
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test/test_filters.py").write_text(
+        "class FilterTest:\n    def test_escape(self):\n        assert 1\n\n    def test_strip(self):\n        assert 2\n"
+        "\n\ndef check_trim():\n    assert 3\n\n\ndef helper_check():\n    return 4\n")
+    hidden = hide_tests(tmp_path, ["test/test_filters.py::FilterTest::test_escape", "test/test_filters.py::check_trim"])
+    assert hidden.unmatched == ()
+    assert set(hidden.hidden) == {"test/test_filters.py::FilterTest::test_escape", "test/test_filters.py::check_trim"}
+    after = hidden.files_after["test/test_filters.py"]
+    assert after is not None and "def test_strip" in after and "test_escape" not in after and "check_trim" not in after
