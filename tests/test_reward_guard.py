@@ -928,3 +928,17 @@ def test_a_property_test_that_never_runs_trips_its_must_fail_copy(tmp_path: Path
         assert outcomes.get(copies[0]) == ("passed" if case == "swap" else "failed"), (case, outcomes)
     assert verdicts["gold"] == [] and verdicts["stub"] == [], verdicts
     assert any("must-fail canary" in p for p in verdicts["swap"]), verdicts
+
+
+@pytest.mark.parametrize("head", [
+    "try:\n    from hypothesis import given, strategies as st\nexcept ImportError:\n    given = st = None\n",
+    "import pytest\n\nhypothesis = pytest.importorskip('hypothesis')\nst = hypothesis.strategies\n"
+    "given = hypothesis.given\n",
+])
+def test_a_file_that_imports_hypothesis_optionally_still_gets_a_property_copy(tmp_path: Path, head: str) -> None:
+    """Hypothesis is often an optional test dependency, imported in a ``try`` or through ``importorskip``."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests/test_p.py").write_text(head + "\n\n@given(st.integers())\ndef test_prop(x):\n    assert x == x\n")
+    plan = plant_canaries(tmp_path, ["tests/test_p.py"], fail_to_pass=["tests/test_p.py::test_prop"],
+                          rng=random.Random(0))
+    assert [n for n, o in plan.origins.items() if o == ("tests/test_p.py::test_prop",)], plan.origins

@@ -205,9 +205,13 @@ def _decorator_name(node: ast.expr) -> str:
 
 
 def _imports_hypothesis(tree: ast.Module) -> bool:
+    """Whether the file imports Hypothesis anywhere: at the top, inside ``try``/``if`` (an optional test
+    dependency), or as ``pytest.importorskip("hypothesis")``."""
     return any(isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "hypothesis"
                or isinstance(n, ast.Import) and any(a.name.split(".")[0] == "hypothesis" for a in n.names)
-               for n in tree.body)
+               or isinstance(n, ast.Call) and _decorator_name(n) == "importorskip" and bool(n.args)
+               and isinstance(n.args[0], ast.Constant) and str(n.args[0].value).split(".")[0] == "hypothesis"
+               for n in ast.walk(tree))
 
 
 def _property_test(fn: ast.AST, method: bool) -> TypeGuard[ast.FunctionDef]:
