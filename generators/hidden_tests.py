@@ -484,10 +484,10 @@ def _follow_bases(repo_root: Path, wanted: dict[str, set[TestPath]],
     and 6 candidates were rejected (3 ``transform_failed``, 3 ``no_fail_to_pass``). Removing the method from the
     base hides it from every class that inherits it; the caller confirms by collection what is left."""
     out: dict[tuple[str, TestPath], list[str]] = defaultdict(list)
-    read: dict[str, ast.Module | None] = {}
+    files = _Files(repo_root, patterns)
     for rel in sorted(wanted):
         for p in sorted(wanted[rel]):
-            if len(p) != 2 or (home := _home_across(repo_root, rel, p, patterns, read)) is None:
+            if len(p) != 2 or (home := _home_across(files, rel, p)) is None:
                 continue
             wanted[rel].discard(p)
             wanted[home[0]].add(home[1])
@@ -495,19 +495,46 @@ def _follow_bases(repo_root: Path, wanted: dict[str, set[TestPath]],
     return dict(out)
 
 
-def _home_across(repo_root: Path, rel: str, p: TestPath, patterns: tuple[tuple[str, ...], tuple[str, ...]],
-                 read: dict[str, ast.Module | None], depth: int = 3) -> tuple[str, TestPath] | None:
+class _Files:
+    """The test files ``_home_across`` looks at, each read, scanned and parsed once per ``hide_tests`` call
+    (mako: 593 FAIL_TO_PASS ids in a few files; reading and parsing per id took 4.9 s a candidate)."""
+
+    def __init__(self, root: Path, patterns: tuple[tuple[str, ...], tuple[str, ...]]) -> None:
+        self.root, self.patterns = root, patterns
+        self.views: dict[str, tuple[_Scan, dict[TestPath, _Def], frozenset[TestPath], str] | None] = {}
+        self.trees: dict[str, ast.Module | None] = {}  # also ``defining_file``'s cache
+
+    def view(self, rel: str) -> tuple[_Scan, dict[TestPath, _Def], frozenset[TestPath], str] | None:
+        """(scan, classes by path, methods, text) of ``rel``; None when it cannot be read or parsed."""
+        if rel not in self.views:
+            try:
+                text = (self.root / rel).read_bytes().decode("utf-8", errors="replace")
+                scan = _scan(text, self.patterns)
+            except (OSError, cst.ParserSyntaxError):
+                self.views[rel] = None
+            else:
+                self.views[rel] = (scan, {d.path: d for d in scan.defs if d.is_class},
+                                   frozenset(d.path for d in scan.defs if not d.is_class and not d.is_assign), text)
+        return self.views[rel]
+
+    def tree(self, rel: str, text: str) -> ast.Module | None:
+        if self.trees.get(rel) is None:
+            try:
+                self.trees[rel] = pyparse.parse(text)
+            except (SyntaxError, ValueError):
+                return None
+        return self.trees[rel]
+
+
+def _home_across(files: _Files, rel: str, p: TestPath, depth: int = 3) -> tuple[str, TestPath] | None:
     """Where the method ``p`` (``(Class, method)``) of ``rel`` is defined when the class inherits it, through
     its classes of the same file, from a class another file defines (followed up to ``depth`` files); None
     when it is defined or inherited in ``rel`` itself, or found nowhere."""
-    try:
-        text = (repo_root / rel).read_bytes().decode("utf-8", errors="replace")
-        scan, tree = _scan(text, patterns), pyparse.parse(text)
-    except (OSError, cst.ParserSyntaxError, SyntaxError, ValueError):
+    view = files.view(rel)
+    if view is None or depth <= 0:
         return None
-    classes = {d.path: d for d in scan.defs if d.is_class}
-    methods = {d.path for d in scan.defs if not d.is_class and not d.is_assign}
-    if p[:-1] not in classes or p in methods or _inherited_from(scan, p) is not None or depth <= 0:
+    scan, classes, methods, text = view
+    if p[:-1] not in classes or p in methods:
         return None
     seen, queue, outside = {p[:-1]}, [p[:-1]], []
     while queue:  # the class and its bases of this file, in order; the bases they name from elsewhere
@@ -517,19 +544,18 @@ def _home_across(repo_root: Path, rel: str, p: TestPath, patterns: tuple[tuple[s
                 queue.append((base,))
             elif (base,) not in classes and base.isidentifier() and base not in outside:
                 outside.append(base)
+    if not outside or _inherited_from(scan, p) is not None or (tree := files.tree(rel, text)) is None:
+        return None
     for base in outside:
-        other = defining_file(repo_root, rel, tree, base, read)
-        if other is None or other == rel:
+        other = defining_file(files.root, rel, tree, base, files.trees)
+        there = files.view(other) if other is not None and other != rel else None
+        if other is None or there is None:
             continue
-        try:
-            there = _scan((repo_root / other).read_bytes().decode("utf-8", errors="replace"), patterns)
-        except (OSError, cst.ParserSyntaxError):
-            continue
-        if (base, p[-1]) in {d.path for d in there.defs if not d.is_class and not d.is_assign}:
+        if (base, p[-1]) in there[2]:
             return other, (base, p[-1])
-        if (found := _inherited_from(there, (base, p[-1]))) is not None:
+        if (found := _inherited_from(there[0], (base, p[-1]))) is not None:
             return other, found
-        if (found_across := _home_across(repo_root, other, (base, p[-1]), patterns, read, depth - 1)) is not None:
+        if (found_across := _home_across(files, other, (base, p[-1]), depth - 1)) is not None:
             return found_across
     return None
 
