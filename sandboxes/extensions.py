@@ -178,9 +178,10 @@ def host_bundle(spec: EnvSpec, repo_dir: Path, settings: Settings) -> dict[str, 
     """The modules the local environment of ``spec`` serves (built on this host once, then cached).
 
     The docker image and a Harbor export ship these very files, so every backend runs the compiled
-    path of the same binaries. Empty without native sources (nothing is built then).
+    path of the same binaries. Empty without native sources (nothing is built then), and for a spec
+    without compiled extensions (a pure-Python variant's tasks).
     """
-    if not spec.install_target or not repo_stems(Path(repo_dir))[0]:
+    if not spec.install_target or not spec.compiled_extensions or not repo_stems(Path(repo_dir))[0]:
         return {}
     from sandboxes.local import LocalSandbox  # the local sandbox imports this module
 

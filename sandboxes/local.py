@@ -146,7 +146,8 @@ class LocalSandbox:
         removed, compiled = strip_project_code(venv, spec, repo_dir) if spec.install_target else ([], [])
         log.append(f"$ (taskforge) removed {len(removed)} installed files of {spec.project_name}"
                    + (f"; kept its compiled extension modules {', '.join(extensions.module_names(compiled))}"
-                      if compiled else ""))
+                      if compiled else "")
+                   + ("" if spec.compiled_extensions else "; pure-Python variant: no compiled extension module kept"))
         rc, frozen = run_capture([*pip, "freeze", "--disable-pip-version-check"], 120, env=_build_env(self.settings))
         project = normalise_name(spec.project_name)
         frozen_lines = tuple(ln for ln in frozen.splitlines()
@@ -350,7 +351,8 @@ def strip_project_code(venv: Path, spec: EnvSpec, repo_dir: Path | None = None) 
                 continue
             record = dist_info / "RECORD"
             rows = list(csv.reader(io.StringIO(record.read_text()))) if record.is_file() else []
-            compiled = set(extensions.keep([r[0] for r in rows if r], repo_dir, site)) if repo_dir else set()
+            compiled = (set(extensions.keep([r[0] for r in rows if r], repo_dir, site))
+                        if repo_dir and spec.compiled_extensions else set())
             kept = []
             for row in rows:
                 if not row:

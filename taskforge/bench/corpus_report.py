@@ -169,11 +169,14 @@ def read_journal(dataset: Path) -> list[tuple[float, dict[str, Any]]]:
 
 
 def find_profile(work: Path, name: str, version: str) -> Path | None:
-    """The profile directory of ``name==version`` in the work area ``work``."""
+    """The profile directory of ``name==version`` in the work area ``work`` (never its pure-Python variant's)."""
     for meta in sorted(Path(work).glob("profiles/*/profile.json")):
         try:
-            snap = json.loads(meta.read_text()).get("snapshot", {})
-        except (OSError, ValueError):
+            data = json.loads(meta.read_text())
+            snap = data.get("snapshot", {})
+            if data.get("env", {}).get("spec", {}).get("compiled_extensions") is False:
+                continue
+        except (OSError, ValueError, AttributeError):
             continue
         if canonical(str(snap.get("name", ""))) == canonical(name) and str(snap.get("version")) == version:
             return meta.parent

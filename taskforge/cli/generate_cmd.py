@@ -123,6 +123,9 @@ def _emitter(progress: Progress) -> Any:
             progress.advance(bars["cand"])
             if data["accepted"]:
                 progress.advance(bars["acc"])
+        elif event == "variant":
+            progress.console.print(f"{escape(data['source'])}: {escape(data['message'])}", highlight=False,
+                                   soft_wrap=True)
         elif event == "warning":
             progress.console.print(f"[yellow]warning:[/] {escape(data['source'])}: {escape(data['message'])}",
                                    highlight=False, soft_wrap=True)

@@ -39,11 +39,18 @@ class EnvSpec:
     # them and every grading restores them, so no graded code runs before the grading plugin. Not part of
     # ``key``: it is learnt from the environment, after it is built
     runner_files: tuple[str, ...] = ()
+    # False: the environment serves none of the project's compiled extension modules, so the project's
+    # pure-Python fallbacks run (msgpack's fallback.py, simplejson's py_scanstring: uncovered while the
+    # compiled module serves every test). The pure-Python variant of a source (taskforge.pipeline.variants)
+    # builds its environment so, and its tasks carry this spec: every backend grades them without the modules
+    compiled_extensions: bool = True
 
     @property
     def key(self) -> str:
         """Content hash: equal specs share one environment (venv or image)."""
-        payload = json.dumps(self.to_dict(exclude=("notes", "runner_files")), sort_keys=True).encode()
+        # the default stays out of the hash: environments built before the field existed keep their key
+        drop = ("notes", "runner_files") + (("compiled_extensions",) if self.compiled_extensions else ())
+        payload = json.dumps(self.to_dict(exclude=drop), sort_keys=True).encode()
         return hashlib.sha256(payload).hexdigest()[:16]
 
     def to_dict(self, exclude: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -94,6 +94,9 @@ class Settings:
     statement_max_undetermined: int = _doc("Reject a task whose hidden tests assert on more than this many "
                                            "values nothing visible determines (after adding them to the "
                                            "statement); -1 = never reject.", 6)
+    pure_python_variant: bool = _doc("A source whose environment kept compiled extension modules and gave fewer "
+                                     "tasks than asked is profiled again without them, for tasks from the "
+                                     "pure-Python fallbacks they hide (taskforge.pipeline.variants).", True)
     grading_check: bool = _doc("After the baseline, grade the original once through the reward path and drop "
                                "the reliable tests that fail only there (taskforge.profile.harness_check).", True)
 

@@ -36,6 +36,7 @@ from taskforge.core.settings import Settings
 from taskforge.pipeline.executors import Executor
 from taskforge.pipeline.stopping import Deadline, RunStopped, stop_reason
 from taskforge.pipeline.task_sink import TaskSink, accepted_so_far
+from taskforge.pipeline.variants import Variant
 from taskforge.validate.steps import CandidateJob, CandidateResult, validate_candidate
 from taskforge.validate.worker import load_profile
 
@@ -61,6 +62,7 @@ class ProfileJob:
     settings: dict[str, Any]
     rev: str | None = None
     sandbox: Any = None  # a picklable ``Sandbox`` instead of the one ``settings`` name (tests, fakes)
+    pure: bool = False  # the pure-Python variant (``taskforge.pipeline.variants``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +121,8 @@ def profile_key(job: ProfileJob) -> str:
     backend = job.sandbox.name if job.sandbox is not None else s.get("sandbox")
     ident = json.dumps([job.source, job.rev, s.get("baseline_runs"), s.get("python"), backend,
                         s.get("base_image") if s.get("sandbox") != "local" else "", profile_code_hash(),
-                        s.get("grading_check", True), s.get("baseline_more_runs_max_s")],
-                       sort_keys=True)
+                        s.get("grading_check", True), s.get("baseline_more_runs_max_s")]
+                       + (["pure"] if job.pure else []), sort_keys=True)
     return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
 
@@ -137,7 +139,7 @@ def profile_source(job: ProfileJob) -> ProfileOutcome:
             Profile.load(pdir)
             return ProfileOutcome(job.source, str(pdir), seconds=time.monotonic() - start, cached=True)
         sandbox = job.sandbox if job.sandbox is not None else make_sandbox(settings)
-        profile = build_profile(job.source, settings, sandbox, rev=job.rev)
+        profile = build_profile(job.source, settings, sandbox, rev=job.rev, pure=job.pure)
         profile.save(pdir)
         return ProfileOutcome(job.source, str(pdir), seconds=time.monotonic() - start)
     except TaskforgeError as exc:
@@ -184,11 +186,12 @@ def select_tasks(order: Sequence[Candidate], results: dict[str, CandidateResult]
 
 def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: GenerateOptions,
                executor: Executor, writer: Any, emit: Event, sandbox: Any = None,
-               deadline: Deadline | None = None) -> SourceSummary:
+               deadline: Deadline | None = None, variant: Variant | None = None) -> SourceSummary:
     """Validate the candidates of one profiled source and add its tasks to ``writer`` as they are decided.
 
     A stop (``RunStopped``, ``KeyboardInterrupt``) keeps every task accepted so far and re-raises as
-    ``SourceStopped`` carrying this source's summary.
+    ``SourceStopped`` carrying this source's summary. ``variant``: the source's pure-Python variant
+    (its own journal, only the candidates it keeps, at most its share of ``max_tasks``).
     """
     from generators.registry import all_strategies
 
@@ -199,10 +202,13 @@ def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: 
     if unknown:
         raise ConfigError(f"unknown strategies {unknown}; choose from {sorted(known)}")
     candidates, pre_rejected = propose(prof, [known[s] for s in options.strategies], options.seed)
+    if variant is not None:
+        candidates, pre_rejected = variant.keep(candidates), []
+        options = dataclasses.replace(options, max_tasks=variant.max_tasks)
     order = interleave(candidates, options.strategies)
     if options.max_candidates is not None:
         order = order[: options.max_candidates]
-    journal, results = open_journal(out, prof.snapshot.slug, order)
+    journal, results = open_journal(out, prof.snapshot.slug + (variant.suffix if variant else ""), order)
     emit("candidates", {"source": profile.source, "total": len(order), "done": len(results)})
 
     provenance = {"seed": options.seed, "strategies": list(options.strategies), "max_tasks": options.max_tasks,
@@ -252,12 +258,13 @@ def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: 
     except (RunStopped, KeyboardInterrupt) as exc:
         sink.add(accepted_so_far(order, results, options.max_tasks))
         sink.flush()
-        summary = _summarize(profile, prof, writer, order, results, sink.written, pre_rejected, options, start)
+        summary = _summarize(profile, prof, writer, order, results, sink.written, pre_rejected, options, start,
+                             variant)
         raise SourceStopped(dataclasses.replace(summary, error=f"stopped by {stop_reason(exc)}: "
                                                 f"{summary.tasks} task(s) kept; run the same command again "
                                                 "to resume")) from exc
     sink.finish()
-    return _summarize(profile, prof, writer, order, results, chosen, pre_rejected, options, start)
+    return _summarize(profile, prof, writer, order, results, chosen, pre_rejected, options, start, variant)
 
 
 def duplicate_of(cand: Candidate, results: Mapping[str, CandidateResult]) -> str:
@@ -291,7 +298,7 @@ class SourceStopped(BaseException):
 
 def _summarize(profile: ProfileOutcome, prof: Any, writer: Any, order: Sequence[Candidate],
                results: dict[str, CandidateResult], chosen: Sequence[CandidateResult], pre_rejected: list[Any],
-               options: GenerateOptions, start: float) -> SourceSummary:
+               options: GenerateOptions, start: float, variant: Variant | None = None) -> SourceSummary:
     """Record the source's funnel in the dataset and return its summary."""
     from taskforge.dataset.funnel import RunFunnel
 
@@ -307,7 +314,7 @@ def _summarize(profile: ProfileOutcome, prof: Any, writer: Any, order: Sequence[
     seconds = time.monotonic() - start
     suite = _suite_seconds(prof)
     writer.record_run(RunFunnel.from_outcomes(
-        f"{profile.source}@{options.seed}", profile.source, prof.snapshot.name, len(chosen), rejections,
+        f"{profile.source}@{options.seed}{variant.suffix if variant else ''}", profile.source, prof.snapshot.name, len(chosen), rejections,
         seconds=round(seconds + profile.seconds, 2),
         extra={"accepted_by_strategy": dict(accepted), "stage_seconds": {k: round(v, 3) for k, v in stages.items()},
                "stage_cpu_seconds": {k: round(v, 3) for k, v in stage_cpu.items()},
@@ -361,7 +368,9 @@ def generate(sources: Sequence[str], out: Path, settings: Settings, options: Gen
                 if why := harness_refusal(profile.baseline.grading_check):
                     summaries.append(SourceSummary(source, error=why, seconds=prof.seconds))
                     continue
-                summaries.append(run_source(prof, out, settings, options, executor, writer, say, sandbox, deadline))
+                main = run_source(prof, out, settings, options, executor, writer, say, sandbox, deadline)
+                summaries.append(_with_pure_variant(main, profile, out, settings, options, executor, writer, say,
+                                                    sandbox, deadline))
             except TaskforgeError as exc:
                 summaries.append(SourceSummary(source, error=str(exc)))
             except SourceStopped as stop:
@@ -370,6 +379,34 @@ def generate(sources: Sequence[str], out: Path, settings: Settings, options: Gen
                 break  # the writer closes normally: manifest + card list every task kept
             say("source_done", {"source": source})
     return summaries
+
+
+def _with_pure_variant(main: SourceSummary, profile: Any, out: Path, settings: Settings, options: GenerateOptions,
+                       executor: Executor, writer: Any, say: Event, sandbox: Any,
+                       deadline: Deadline | None) -> SourceSummary:
+    """``main`` plus the tasks of the source's pure-Python variant, when it gets one (``pipeline.variants``)."""
+    from taskforge.pipeline import variants
+
+    if not variants.wanted(dict(profile.env.extra), main.tasks, options.max_tasks, settings.pure_python_variant):
+        return main
+    if deadline is not None:
+        deadline.check()
+    say("variant", {"source": main.source, "modules": profile.env.extra["extension_modules"],
+                    "message": f"profiling {main.source} again without its compiled modules "
+                               f"({profile.env.extra['extension_modules']}): tasks from the fallbacks they hide"})
+    job = ProfileJob(main.source, settings.to_dict(), options.rev, sandbox, pure=True)
+    [(_i, res)] = list(executor.map_unordered(profile_source, [job]))
+    pure = res if isinstance(res, ProfileOutcome) else ProfileOutcome(main.source, error=f"{res}")
+    why = pure.error or harness_refusal(load_profile(pure.profile_dir).baseline.grading_check)
+    if why:
+        say("warning", {"source": main.source, "message": f"no pure-Python variant: {why}"})
+        return main
+    variant = variants.for_main(profile, main.tasks, options.max_tasks)
+    try:
+        extra = run_source(pure, out, settings, options, executor, writer, say, sandbox, deadline, variant)
+    except SourceStopped as stop:
+        raise SourceStopped(variants.merged(main, stop.summary)) from stop
+    return variants.merged(main, extra)
 
 
 def harness_refusal(check: Any) -> str:

@@ -165,8 +165,12 @@ class Profile:
 
 
 def build_profile(source: str, settings: Settings, sandbox: Sandbox, *, rev: str | None = None,
-                  runs: int | None = None, progress: Progress | None = None) -> Profile:
-    """Mine ``source`` and profile its test suite (see the module docstring). Raises ``TaskforgeError``s."""
+                  runs: int | None = None, progress: Progress | None = None, pure: bool = False) -> Profile:
+    """Mine ``source`` and profile its test suite (see the module docstring). Raises ``TaskforgeError``s.
+
+    ``pure``: the pure-Python variant, in an environment that serves none of the project's compiled
+    extension modules (``EnvSpec.compiled_extensions``; ``taskforge.pipeline.variants``).
+    """
     say = progress or (lambda _msg: None)
     timings: dict[str, float] = {}
     t0 = time.monotonic()
@@ -180,6 +184,9 @@ def build_profile(source: str, settings: Settings, sandbox: Sandbox, *, rev: str
     snapshot = resolve_source(source, Path(settings.work_dir), rev)
     t = lap("resolve", t0)
     spec = detect_env(Path(snapshot.path), python=_python_version(settings.python), name_hint=snapshot.name)
+    if pure:
+        spec = dataclasses.replace(spec, compiled_extensions=False, notes=(
+            *spec.notes, "compiled extension modules: none served (the pure-Python variant)"))
     t = lap("detect", t)
     say(f"preparing the environment of {snapshot.slug}")
     env = sandbox.prepare(spec, Path(snapshot.path))
