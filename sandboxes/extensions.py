@@ -26,7 +26,7 @@ import os
 import re
 import shutil
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from taskforge.core.environment import EnvSpec
@@ -65,6 +65,35 @@ def repo_stems(repo_dir: Path) -> tuple[set[str], set[str]]:
             elif suffix == "py":
                 python.add(stem)
     return native, python
+
+
+# what a compiled path is built from: sources and the headers and declarations they include
+_NATIVE_FILES = (*NATIVE_SUFFIXES, ".h", ".hh", ".hpp", ".pxd", ".pxi")
+
+
+def native_sources(repo_dir: Path, skip: Callable[[str], bool] = lambda _p: False) -> dict[str, str]:
+    """Repository-relative path -> text of every native source (C, C++, Cython and their headers) but those
+    ``skip`` names and those that are not UTF-8 text (a patch could not delete them).
+
+    A pure-Python variant's task removes them from the workspace (``taskforge.pipeline.variants``): with
+    msgpack's 1.1 MB ``_cmsgpack.c`` at hand, a patch could build the compiled path again (the host's
+    compiler, or an embedded binary built elsewhere) and pass the fallback's tests without writing it.
+    """
+    found: dict[str, str] = {}
+    root = Path(repo_dir)
+    for here, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("build", "__pycache__"))
+        for name in sorted(files):
+            if not name.endswith(_NATIVE_FILES):
+                continue
+            rel = (Path(here) / name).relative_to(root).as_posix()
+            if skip(rel):
+                continue
+            try:
+                found[rel] = (root / rel).read_bytes().decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+    return found
 
 
 def keep(paths: Iterable[str], repo_dir: Path, site_dir: Path | None = None) -> list[str]:

@@ -176,6 +176,43 @@ def test_the_fallback_hidden_by_a_compiled_module_becomes_a_task_graded_without_
     assert [r.score for r in results] == [1.0, 0.0], results
 
 
+REBUILD = """\
+import importlib.util, os, subprocess, sys, sysconfig, tempfile
+
+_out = os.path.join(tempfile.mkdtemp(), "_speed" + sysconfig.get_config_var("EXT_SUFFIX"))
+subprocess.run(["gcc", "-shared", "-fPIC", "-I" + sysconfig.get_paths()["include"],
+                os.path.join(os.path.dirname(__file__), "_speed.c"), "-o", _out], check=True)
+_spec = importlib.util.spec_from_file_location("fastpkg._speed", _out)
+_mod = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_mod)
+sys.modules["fastpkg._speed"] = _mod
+"""
+
+
+@pytest.mark.slow
+def test_the_fallback_task_comes_without_the_native_sources_a_patch_could_build_again(generated) -> None:
+    """The attack: leave the stub and build the compiled path from the workspace's C source at import. The
+    setup removes the source (the gold patch does not bring it back, the statement does not ask for it)."""
+    from taskforge.core.patches import diff
+    from taskforge.reward.reward import reward_many
+    from taskforge.reward.workspace import DatasetTrees
+
+    fallback = next(t for t in generated.tasks if t.entities[0] == "fastpkg.slow.checksum")
+    assert "deleted file mode" in fallback.setup_patch and "b/fastpkg/_speed.c" not in fallback.setup_patch.split(
+        "diff --git a/fastpkg/_speed.c")[0] and "fastpkg/_speed.c" in fallback.setup_patch
+    assert "_speed.c" not in fallback.patch and "_speed.c" not in fallback.problem_statement
+    main = next(t for t in generated.tasks if t.entities[0] == "fastpkg.words.shout")
+    assert "_speed.c" not in main.setup_patch  # the main run's tasks keep every file
+    init = PROJECT["fastpkg/__init__.py"]
+    attack = diff({"fastpkg/__init__.py": init}, {"fastpkg/__init__.py": REBUILD + init})
+    # the monitor's zeroing off: it is a soft layer (it flags this subprocess call; an obfuscated one evades it).
+    # With the C source in the workspace, this attack scored 1.0 here
+    lenient = dataclasses.replace(generated.settings, monitor_zero=False)
+    [res] = reward_many([(fallback, attack)], sandbox=generated.box, trees=DatasetTrees(generated.out),
+                        settings=lenient)
+    assert res.score == 0.0 and res.fraction == 0.0, res
+
+
 @pytest.mark.slow
 def test_with_the_compiled_module_served_the_fallback_stub_would_pass(generated) -> None:
     """Why the variant's tasks must be graded without the module: with it, the stubbed fallback never runs."""

@@ -12,7 +12,9 @@ source gave fewer tasks than asked, ``generate`` profiles it once more in an env
 of them (``EnvSpec.compiled_extensions = False``: every import of one fails, so every fallback runs) and
 validates the candidates that only this variant covers. Their tasks carry that spec, so every backend
 (local venv, docker image, Harbor export) grades them without the compiled modules, as they were
-validated; the agent's workspace is the same source tree either way.
+validated. Their workspace goes without the project's native sources (``sandboxes.extensions.native_sources``:
+the setup patch removes them, the gold patch does not bring them back): with the C source at hand, a patch
+that left the stub and built the compiled path again at import scored 1.0 on the fallback's task.
 
 Only candidates whose entity the main profile does not cover are taken: an entity both cover is the main
 run's to decide, so no task is made twice and no rejection is retried.

@@ -81,6 +81,7 @@ from typing import Any
 from taskforge.core import pyparse
 from taskforge.core.files import copy_ignore
 from taskforge.core.outcomes import Accepted, Rejected, RejectReason
+from taskforge.core.patches import diff
 from taskforge.core.settings import Settings
 from taskforge.core.task import Task, ValidationRun
 from taskforge.core.test_homes import Homes, test_homes
@@ -344,6 +345,8 @@ class _Validation:
             ws = Path(tmp, "ws")
             shutil.copytree(repo, ws, ignore=copy_ignore, symlinks=True)
             write_files(ws, deletion.files_after)
+            native = self._native_sources(spec)
+            write_files(ws, dict.fromkeys(native))
             t = self.lap("workspace", t)
             # a bigger task (stubbed users of the target, generators.dependent_stubs): their tests are hidden too
             covering = tuple(sorted(set(self.cand.covering_tests) | covering_of_stubbed(deletion, profile)))
@@ -444,6 +447,9 @@ class _Validation:
             task = self._task(deletion, original, broken, f2p, p2p, lambda p: is_test_file(p, spec))
             if isinstance(task, Rejected):
                 return self.reject(task.reason, task.detail)
+            if native:  # the setup removes them; the gold patch does not bring them back (not the answer)
+                task = dataclasses.replace(task, setup_patch=task.setup_patch + diff(native, dict.fromkeys(native),
+                                                                                      sorted(native)))
             # where each test is defined (lark collects its tests in tests/__main__.py): once per candidate
             homes = test_homes(Path(self.profile.repo_dir), (*task.fail_to_pass, *task.pass_to_pass))
             if slow := self._too_slow_to_copy(task, homes):
@@ -729,6 +735,15 @@ class _Validation:
                                f"flags {[str(getattr(f, 'value', f)) for f in res.flags]}: {res.detail}")
         return self.reject(RejectReason.SUITE_RED_AFTER_DELETION,
                            f"{len(red)} PASS_TO_PASS tests fail, e.g. {red[:1]}; flags {list(res.flags)} {res.detail}")
+
+    def _native_sources(self, spec: Any) -> dict[str, str]:
+        """The native sources a pure-Python variant's workspace goes without (``extensions.native_sources``)."""
+        if spec.compiled_extensions:
+            return {}
+        from generators.static_index import is_test_file
+        from sandboxes.extensions import native_sources
+
+        return native_sources(Path(self.profile.repo_dir), lambda p: is_test_file(p, spec))
 
     def _scrubbed_copy(self, ws: Path, deletion: Any, original: dict[str, str | None],
                        broken: dict[str, str | None]) -> Path:
