@@ -309,3 +309,18 @@ def test_more_passes_than_plain_pytest_within_its_skips_count_as_at_least() -> N
     assert not PackageResult("x", "1", plain_passed=303, baseline_passed=330, plain_skipped=16).pass_at_least
     assert not PackageResult("x", "1", plain_passed=303, baseline_passed=300, plain_skipped=16).pass_at_least
     assert PackageResult("x", "1", plain_passed=303, baseline_passed=303, plain_skipped=0).pass_at_least
+
+
+def test_the_baseline_numbers_come_from_the_main_profile_never_its_pure_variant(tmp_path: Path) -> None:
+    """A source with a pure-Python variant has two profiles; its pass count is the main one's (the variant's
+    environment runs without the compiled modules, so their tests skip)."""
+    start = 1_700_000_000.0
+    dataset, work = _fake_run(tmp_path, start)
+    pure = work / "profiles" / "000-pure"  # sorts first
+    pure.mkdir(parents=True)
+    (pure / "profile.json").write_text(json.dumps({"snapshot": {"name": "Pkg_Name", "version": "1.0"},
+                                                   "env": {"spec": {"compiled_extensions": False}}}))
+    (pure / "baseline.json").write_text(json.dumps({"passed": ["t1"], "run_seconds": [1.0]}))
+    r = collect("pkg-name", "1.0", dataset=dataset, work=work, log_text="", start=start, end=start + 120,
+                status="ok", rc=0, cpu_s=60.0, written=[], plain_passed=3)
+    assert r.baseline_passed == 3 and r.pass_match
