@@ -115,20 +115,33 @@ def test_a_pure_environment_keeps_no_compiled_module(tmp_path: Path) -> None:
     assert extensions.host_bundle(spec, repo, None) == {}  # type: ignore[arg-type]  # nothing built
 
 
-def test_only_a_source_with_compiled_modules_and_room_for_tasks_gets_a_variant() -> None:
-    ext = {"extension_modules": "msgpack._cmsgpack"}
-    assert variants.wanted(ext, 7, 10, True) and variants.wanted(ext, 70, None, True)
-    assert not variants.wanted(ext, 10, 10, True) and not variants.wanted(ext, 3, 10, False)
-    assert not variants.wanted({}, 3, 10, True)
+def test_only_a_source_that_kept_compiled_modules_may_get_a_variant() -> None:
+    assert variants.may_follow({"extension_modules": "msgpack._cmsgpack"}, True)
+    assert not variants.may_follow({"extension_modules": "msgpack._cmsgpack"}, False)
+    assert not variants.may_follow({}, True)
 
 
-def test_the_variant_leaves_the_main_runs_entities_alone_and_takes_its_share() -> None:
-    covered = [SimpleNamespace(qualname="pkg.words.shout")]
-    profile = SimpleNamespace(covered_entities=lambda: covered)
-    v = variants.for_main(profile, 7, 10)
-    cands = [SimpleNamespace(entity="pkg.words.shout"), SimpleNamespace(entity="pkg.slow.checksum")]
-    assert [c.entity for c in v.keep(cands)] == ["pkg.slow.checksum"] and v.max_tasks == 3
-    assert variants.for_main(profile, 7, None).max_tasks is None
+def _cand(strategy: str, entity: str) -> SimpleNamespace:
+    return SimpleNamespace(candidate_id=f"{strategy}:{entity}", strategy=strategy, entity=entity)
+
+
+def test_the_parts_split_a_budget_first_turns_then_the_variant_then_twins() -> None:
+    """msgpack's main run alone ended on the stub/delete twins of Timestamp.to_bytes: 10 tasks, 9 entities."""
+    order = [_cand("stub", "m.a"), _cand("delete", "m.b"), _cand("stub", "m.c"), _cand("delete", "m.a"),
+             _cand("stub", "m.b")]  # interleaved: every entity's first candidate before any twin
+    first, twins = variants.first_part(10), variants.twins_part(3)
+    assert [c.candidate_id for c in first.take(order)] == ["stub:m.a", "delete:m.b", "stub:m.c"]
+    assert [c.candidate_id for c in twins.take(order)] == ["delete:m.a", "stub:m.b"]
+    assert first.first and not twins.first and twins.journal_suffix == "" and twins.run_suffix == "+twins"
+    main = SimpleNamespace(covered_entities=lambda: [SimpleNamespace(qualname="m.a")])
+    pure = variants.pure_part(main, 4)
+    assert [c.entity for c in pure.take([_cand("stub", "m.a"), _cand("stub", "m.fallback.f")])] == ["m.fallback.f"]
+    assert (pure.max_tasks, pure.journal_suffix, pure.first) == (4, "+pure", False)
+    done = [SourceSummary("s", accepted={"stub": 6}), SourceSummary("s", accepted={"stub": 3})]
+    assert variants.left(10, *done) == 1 and variants.left(5, *done) == 0 and variants.left(None, *done) is None
+
+
+def test_two_parts_make_one_summary() -> None:
     a = SourceSummary("s", "pkg", candidates=10, accepted={"stub": 2}, funnel={"trivial_body": 3}, seconds=5.0)
     b = SourceSummary("s", "pkg", candidates=4, accepted={"stub": 1, "delete": 1}, funnel={"trivial_body": 1},
                       seconds=2.0)
@@ -153,7 +166,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     settings = Settings.load({"work_dir": str(root / "work"), "baseline_runs": 2, "test_timeout_s": 300,
                               "install_timeout_s": 600, "sandbox": "local"})
     box = LocalSandbox(settings)
-    [summary] = generate([str(src)], root / "out", settings, GenerateOptions(strategies=("stub",)), SyncExecutor(),
+    [summary] = generate([str(src)], root / "out", settings, GenerateOptions(strategies=("stub", "delete")), SyncExecutor(),
                          sandbox=box)
     return SimpleNamespace(summary=summary, out=root / "out", settings=settings, box=box,
                            tasks=list(Dataset.open(root / "out").tasks()))

@@ -33,10 +33,11 @@ from taskforge.core.errors import ConfigError, TaskforgeError
 from taskforge.core.files import write_atomic
 from taskforge.core.outcomes import Rejected, RejectReason
 from taskforge.core.settings import Settings
+from taskforge.pipeline import variants
 from taskforge.pipeline.executors import Executor
 from taskforge.pipeline.stopping import Deadline, RunStopped, stop_reason
 from taskforge.pipeline.task_sink import TaskSink, accepted_so_far
-from taskforge.pipeline.variants import Variant
+from taskforge.pipeline.variants import Part
 from taskforge.validate.steps import CandidateJob, CandidateResult, validate_candidate
 from taskforge.validate.worker import load_profile
 
@@ -186,12 +187,12 @@ def select_tasks(order: Sequence[Candidate], results: dict[str, CandidateResult]
 
 def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: GenerateOptions,
                executor: Executor, writer: Any, emit: Event, sandbox: Any = None,
-               deadline: Deadline | None = None, variant: Variant | None = None) -> SourceSummary:
+               deadline: Deadline | None = None, part: Part | None = None) -> SourceSummary:
     """Validate the candidates of one profiled source and add its tasks to ``writer`` as they are decided.
 
     A stop (``RunStopped``, ``KeyboardInterrupt``) keeps every task accepted so far and re-raises as
-    ``SourceStopped`` carrying this source's summary. ``variant``: the source's pure-Python variant
-    (its own journal, only the candidates it keeps, at most its share of ``max_tasks``).
+    ``SourceStopped`` carrying this source's summary. ``part``: one pass of several over the source
+    (``taskforge.pipeline.variants``): the candidates it takes, its share of ``max_tasks``, its journal.
     """
     from generators.registry import all_strategies
 
@@ -202,13 +203,14 @@ def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: 
     if unknown:
         raise ConfigError(f"unknown strategies {unknown}; choose from {sorted(known)}")
     candidates, pre_rejected = propose(prof, [known[s] for s in options.strategies], options.seed)
-    if variant is not None:
-        candidates, pre_rejected = variant.keep(candidates), []
-        options = dataclasses.replace(options, max_tasks=variant.max_tasks)
     order = interleave(candidates, options.strategies)
+    if part is not None:
+        order = part.take(order)
+        pre_rejected = pre_rejected if part.first else []
+        options = dataclasses.replace(options, max_tasks=part.max_tasks)
     if options.max_candidates is not None:
         order = order[: options.max_candidates]
-    journal, results = open_journal(out, prof.snapshot.slug + (variant.suffix if variant else ""), order)
+    journal, results = open_journal(out, prof.snapshot.slug + (part.journal_suffix if part else ""), order)
     emit("candidates", {"source": profile.source, "total": len(order), "done": len(results)})
 
     provenance = {"seed": options.seed, "strategies": list(options.strategies), "max_tasks": options.max_tasks,
@@ -259,12 +261,12 @@ def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: 
         sink.add(accepted_so_far(order, results, options.max_tasks))
         sink.flush()
         summary = _summarize(profile, prof, writer, order, results, sink.written, pre_rejected, options, start,
-                             variant)
+                             part)
         raise SourceStopped(dataclasses.replace(summary, error=f"stopped by {stop_reason(exc)}: "
                                                 f"{summary.tasks} task(s) kept; run the same command again "
                                                 "to resume")) from exc
     sink.finish()
-    return _summarize(profile, prof, writer, order, results, chosen, pre_rejected, options, start, variant)
+    return _summarize(profile, prof, writer, order, results, chosen, pre_rejected, options, start, part)
 
 
 def duplicate_of(cand: Candidate, results: Mapping[str, CandidateResult]) -> str:
@@ -298,7 +300,7 @@ class SourceStopped(BaseException):
 
 def _summarize(profile: ProfileOutcome, prof: Any, writer: Any, order: Sequence[Candidate],
                results: dict[str, CandidateResult], chosen: Sequence[CandidateResult], pre_rejected: list[Any],
-               options: GenerateOptions, start: float, variant: Variant | None = None) -> SourceSummary:
+               options: GenerateOptions, start: float, part: Part | None = None) -> SourceSummary:
     """Record the source's funnel in the dataset and return its summary."""
     from taskforge.dataset.funnel import RunFunnel
 
@@ -314,7 +316,7 @@ def _summarize(profile: ProfileOutcome, prof: Any, writer: Any, order: Sequence[
     seconds = time.monotonic() - start
     suite = _suite_seconds(prof)
     writer.record_run(RunFunnel.from_outcomes(
-        f"{profile.source}@{options.seed}{variant.suffix if variant else ''}", profile.source, prof.snapshot.name, len(chosen), rejections,
+        f"{profile.source}@{options.seed}{part.run_suffix if part else ''}", profile.source, prof.snapshot.name, len(chosen), rejections,
         seconds=round(seconds + profile.seconds, 2),
         extra={"accepted_by_strategy": dict(accepted), "stage_seconds": {k: round(v, 3) for k, v in stages.items()},
                "stage_cpu_seconds": {k: round(v, 3) for k, v in stage_cpu.items()},
@@ -368,9 +370,14 @@ def generate(sources: Sequence[str], out: Path, settings: Settings, options: Gen
                 if why := harness_refusal(profile.baseline.grading_check):
                     summaries.append(SourceSummary(source, error=why, seconds=prof.seconds))
                     continue
-                main = run_source(prof, out, settings, options, executor, writer, say, sandbox, deadline)
-                summaries.append(_with_pure_variant(main, profile, out, settings, options, executor, writer, say,
-                                                    sandbox, deadline))
+                if variants.may_follow(dict(profile.env.extra), settings.pure_python_variant):
+                    first = run_source(prof, out, settings, options, executor, writer, say, sandbox, deadline,
+                                       variants.first_part(options.max_tasks))
+                    summaries.append(_after_first_part(first, prof, profile, out, settings, options, executor,
+                                                       writer, say, sandbox, deadline))
+                else:
+                    summaries.append(run_source(prof, out, settings, options, executor, writer, say, sandbox,
+                                                deadline))
             except TaskforgeError as exc:
                 summaries.append(SourceSummary(source, error=str(exc)))
             except SourceStopped as stop:
@@ -381,32 +388,49 @@ def generate(sources: Sequence[str], out: Path, settings: Settings, options: Gen
     return summaries
 
 
-def _with_pure_variant(main: SourceSummary, profile: Any, out: Path, settings: Settings, options: GenerateOptions,
-                       executor: Executor, writer: Any, say: Event, sandbox: Any,
-                       deadline: Deadline | None) -> SourceSummary:
-    """``main`` plus the tasks of the source's pure-Python variant, when it gets one (``pipeline.variants``)."""
-    from taskforge.pipeline import variants
+def _after_first_part(summary: SourceSummary, prof: ProfileOutcome, profile: Any, out: Path, settings: Settings,
+                      options: GenerateOptions, executor: Executor, writer: Any, say: Event, sandbox: Any,
+                      deadline: Deadline | None) -> SourceSummary:
+    """The source's pure-Python variant, then its main profile's twins, while tasks are still wanted
+    (``taskforge.pipeline.variants``); ``summary``: its first part's."""
+    if variants.left(options.max_tasks, summary) != 0:
+        pure = _pure_profile(prof, profile, settings, options, executor, say, sandbox, deadline)
+        if pure is not None:
+            summary = _part(summary, pure, variants.pure_part(profile, variants.left(options.max_tasks, summary)),
+                            out, settings, options, executor, writer, say, sandbox, deadline)
+    if variants.left(options.max_tasks, summary) != 0:
+        summary = _part(summary, prof, variants.twins_part(variants.left(options.max_tasks, summary)),
+                        out, settings, options, executor, writer, say, sandbox, deadline)
+    return summary
 
-    if not variants.wanted(dict(profile.env.extra), main.tasks, options.max_tasks, settings.pure_python_variant):
-        return main
+
+def _part(before: SourceSummary, prof: ProfileOutcome, part: Part, out: Path, settings: Settings,
+          options: GenerateOptions, executor: Executor, writer: Any, say: Event, sandbox: Any,
+          deadline: Deadline | None) -> SourceSummary:
+    try:
+        return variants.merged(before, run_source(prof, out, settings, options, executor, writer, say, sandbox,
+                                                  deadline, part))
+    except SourceStopped as stop:
+        raise SourceStopped(variants.merged(before, stop.summary)) from stop
+
+
+def _pure_profile(prof: ProfileOutcome, profile: Any, settings: Settings, options: GenerateOptions,
+                  executor: Executor, say: Event, sandbox: Any, deadline: Deadline | None) -> ProfileOutcome | None:
+    """The profile of the source's pure-Python variant (None, with a warning, when it has none)."""
     if deadline is not None:
         deadline.check()
-    say("variant", {"source": main.source, "modules": profile.env.extra["extension_modules"],
-                    "message": f"profiling {main.source} again without its compiled modules "
-                               f"({profile.env.extra['extension_modules']}): tasks from the fallbacks they hide"})
-    job = ProfileJob(main.source, settings.to_dict(), options.rev, sandbox, pure=True)
+    modules = profile.env.extra["extension_modules"]
+    say("variant", {"source": prof.source, "modules": modules,
+                    "message": f"profiling {prof.source} again without its compiled modules ({modules}): "
+                               "tasks from the fallbacks they hide"})
+    job = ProfileJob(prof.source, settings.to_dict(), options.rev, sandbox, pure=True)
     [(_i, res)] = list(executor.map_unordered(profile_source, [job]))
-    pure = res if isinstance(res, ProfileOutcome) else ProfileOutcome(main.source, error=f"{res}")
+    pure = res if isinstance(res, ProfileOutcome) else ProfileOutcome(prof.source, error=f"{res}")
     why = pure.error or harness_refusal(load_profile(pure.profile_dir).baseline.grading_check)
     if why:
-        say("warning", {"source": main.source, "message": f"no pure-Python variant: {why}"})
-        return main
-    variant = variants.for_main(profile, main.tasks, options.max_tasks)
-    try:
-        extra = run_source(pure, out, settings, options, executor, writer, say, sandbox, deadline, variant)
-    except SourceStopped as stop:
-        raise SourceStopped(variants.merged(main, stop.summary)) from stop
-    return variants.merged(main, extra)
+        say("warning", {"source": prof.source, "message": f"no pure-Python variant: {why}"})
+        return None
+    return pure
 
 
 def harness_refusal(check: Any) -> str:

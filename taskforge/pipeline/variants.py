@@ -18,50 +18,90 @@ that left the stub and built the compiled path again at import scored 1.0 on the
 
 Only candidates whose entity the main profile does not cover are taken: an entity both cover is the main
 run's to decide, so no task is made twice and no rejection is retried.
+
+A task budget goes to distinct entities first (``generators.candidates.interleave``): a source that may get
+a variant runs in three ``Part``s, each a ``run_source`` pass with its share of ``max_tasks``: the main
+profile's first candidate of each entity, then the variant's candidates, then the main profile's *twins*
+(an entity's candidate by a second strategy). msgpack's main run alone ended on the stub/delete twins of
+``Timestamp.to_bytes``, one entity for two of its ten tasks.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-SUFFIX = "+pure"  # of the variant's journal folder and funnel run id
+PURE = "+pure"  # the variant's journal folder and funnel run id
+TWINS = "+twins"  # the funnel run id of the main profile's twins (they journal with the main run)
 
 
 @dataclass(frozen=True, slots=True)
-class Variant:
-    """What a variant's ``run_source`` may do: the entities it must leave alone and its share of tasks."""
+class Part:
+    """One ``run_source`` pass over a source's candidates: which it takes, its share of tasks, where it
+    journals (``journal_suffix``) and records its funnel (``run_suffix``)."""
 
-    covered_by_main: frozenset[str]
     max_tasks: int | None
-    suffix: str = SUFFIX
+    twins: str = "all"  # "all" | "none" (an entity's first candidate only) | "only" (the others)
+    exclude: frozenset[str] = frozenset()  # entities left to another part
+    journal_suffix: str = ""
+    run_suffix: str = ""
 
-    def keep(self, candidates: Iterable[Any]) -> list[Any]:
-        return [c for c in candidates if c.entity not in self.covered_by_main]
+    @property
+    def first(self) -> bool:
+        """Whether this is the source's first pass (its funnel keeps the pre-rejected candidates)."""
+        return not self.run_suffix
+
+    def take(self, order: Sequence[Any]) -> list[Any]:
+        """The candidates of ``order`` (interleaved) this part validates, in order."""
+        kept = [c for c in order if c.entity not in self.exclude]
+        if self.twins == "all":
+            return kept
+        seen: set[str] = set()
+        firsts = set()
+        for c in kept:
+            if c.entity not in seen:
+                firsts.add(c.candidate_id)
+                seen.add(c.entity)
+        return [c for c in kept if (c.candidate_id in firsts) == (self.twins == "none")]
 
 
-def wanted(env_extra: dict[str, str], tasks: int, max_tasks: int | None, enabled: bool) -> bool:
-    """Whether a source that gave ``tasks`` tasks gets its pure-Python variant."""
-    return enabled and bool(env_extra.get("extension_modules")) and (max_tasks is None or tasks < max_tasks)
+def may_follow(env_extra: dict[str, str], enabled: bool) -> bool:
+    """Whether a source's main run may be followed by its pure-Python variant (it kept compiled modules)."""
+    return enabled and bool(env_extra.get("extension_modules"))
 
 
-def for_main(profile: Any, tasks: int, max_tasks: int | None) -> Variant:
-    """The variant of a source whose main run gave ``tasks`` tasks (``profile``: its main profile)."""
-    return Variant(frozenset(e.qualname for e in profile.covered_entities()),
-                   None if max_tasks is None else max(0, max_tasks - tasks))
+def first_part(max_tasks: int | None) -> Part:
+    """The main profile's first candidate of each entity (a variant may follow)."""
+    return Part(max_tasks, twins="none")
 
 
-def merged(main: Any, variant: Any) -> Any:
-    """One ``SourceSummary`` for a source and its variant (the variant's candidates counted once, its own)."""
+def pure_part(profile: Any, max_tasks: int | None) -> Part:
+    """The variant's candidates (``profile``: the main profile), at most ``max_tasks``."""
+    return Part(max_tasks, exclude=frozenset(e.qualname for e in profile.covered_entities()),
+                journal_suffix=PURE, run_suffix=PURE)
+
+
+def twins_part(max_tasks: int | None) -> Part:
+    """The main profile's twins, after the variant."""
+    return Part(max_tasks, twins="only", run_suffix=TWINS)
+
+
+def left(max_tasks: int | None, *done: Any) -> int | None:
+    """What is left of ``max_tasks`` after the ``SourceSummary``s ``done`` (None: no limit)."""
+    return None if max_tasks is None else max(0, max_tasks - sum(d.tasks for d in done))
+
+
+def merged(main: Any, more: Any) -> Any:
+    """One ``SourceSummary`` for two parts of a source (candidates: the sum of what each part took)."""
     accepted: Counter[str] = Counter(main.accepted)
-    accepted.update(variant.accepted)
+    accepted.update(more.accepted)
     funnel: Counter[str] = Counter(main.funnel)
-    funnel.update(variant.funnel)
+    funnel.update(more.funnel)
     return dataclasses.replace(
-        main, error=main.error or variant.error, candidates=main.candidates + variant.candidates,
-        accepted=dict(accepted), funnel=dict(funnel), seconds=main.seconds + variant.seconds,
-        profile_seconds=main.profile_seconds + variant.profile_seconds,
-        test_seconds=main.test_seconds + variant.test_seconds)
+        main, error=main.error or more.error, candidates=main.candidates + more.candidates,
+        accepted=dict(accepted), funnel=dict(funnel), seconds=main.seconds + more.seconds,
+        profile_seconds=main.profile_seconds + more.profile_seconds,
+        test_seconds=main.test_seconds + more.test_seconds)
