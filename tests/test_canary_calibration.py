@@ -115,3 +115,29 @@ def test_no_grading_plants_a_changed_copy_of_an_unchangeable_test(tmp_path: Path
 
     assert changed_origins(()) & set(lenient)  # without calibration: changed copies of the lenient tests
     assert changed_origins(lenient) == {"tests/test_bits.py::test_name", "tests/test_bits.py::TestMore::test_name_six"}
+
+
+SPEC_TESTS = TESTS.replace("class TestMore:", "class MoreSpec:")  # mako-like: python_classes = ["*Spec"]
+SPEC_IDS = ("tests/test_bits.py::MoreSpec::test_decode_six", "tests/test_bits.py::MoreSpec::test_name_six")
+
+
+def test_a_class_the_ids_name_gets_copies_and_calibration_as_a_test_class(tmp_path: Path) -> None:
+    """mako 1.4.3 collects ``FilterTest`` (``python_classes = ["*Test", "Test*"]``): the canaries took only
+    ``Test*`` and ``TestCase`` classes as test classes, so no copy guarded a test of such a class."""
+    _, copies = calibration_copies(SPEC_TESTS, "tests/test_bits.py")
+    assert not any("MoreSpec" in v for v in copies.values())  # nothing names it: not a test class
+    root = tmp_path / "repo"
+    write(root, {"bits.py": BITS, "tests/test_bits.py": SPEC_TESTS, "pytest.ini": "[pytest]\npython_classes = *Spec\n"})
+    run, calls = _run(root)
+    found = unchangeable_tests({"tests/test_bits.py": SPEC_TESTS}, root, run, tmp_path / "cache", nodeids=SPEC_IDS)
+    assert len(calls) == 1 and "tests/test_bits.py::MoreSpec::test_name_six" not in found
+    ran = set(calls[0])
+    assert any("MoreSpec::" in n for n in ran)  # its methods' changed copies were calibrated
+    origins: set[str] = set()
+    for seed in range(30):
+        ws = tmp_path / f"ws{seed}"
+        write(ws, {"bits.py": BITS, "tests/test_bits.py": SPEC_TESTS})
+        plan = plant_canaries(ws, ["tests/test_bits.py"], pass_to_pass=("tests/test_bits.py::test_decode",),
+                              fail_to_pass=SPEC_IDS, rng=random.Random(seed), unchangeable=tuple(found))
+        origins |= {o[0] for o in plan.origins.values()}
+    assert set(SPEC_IDS) & origins, origins

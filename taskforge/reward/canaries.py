@@ -177,16 +177,29 @@ def _copyable(fn: ast.AST, method: bool) -> bool:
                for d in fn.decorator_list)
 
 
-def _test_units(tree: ast.Module) -> dict[str, tuple[ast.FunctionDef, list[int]]]:
+def _test_class(node: ast.AST, named: frozenset[str]) -> TypeGuard[ast.ClassDef]:
+    """A class pytest collects tests from: ``Test*``, a ``TestCase`` subclass, or one the task's test ids
+    name (``named``: ``classes_in``; mako's ``python_classes = ["*Test", "Test*"]`` collects ``FilterTest``)."""
+    return isinstance(node, ast.ClassDef) and (node.name.startswith("Test") or node.name in named
+                                               or any("TestCase" in ast.dump(b) for b in node.bases))
+
+
+def classes_in(nodeids: Iterable[str], rel: str) -> frozenset[str]:
+    """The class names that node ids of the file ``rel`` collect tests from (``rel::Cls::test_x``)."""
+    return frozenset(n.split("::")[1] for n in nodeids if n.startswith(rel + "::") and n.count("::") >= 2)
+
+
+def _test_units(tree: ast.Module, named: frozenset[str] = frozenset()
+                ) -> dict[str, tuple[ast.FunctionDef, list[int]]]:
     """Copyable tests by node-id tail (``test_x`` or ``TestCls::test_x``), each with the lines a copy may
-    follow: the ends of top-level statements for a function, the ends of its class's methods for a method."""
+    follow: the ends of top-level statements for a function, the ends of its class's methods for a method.
+    ``named``: the file's other test classes (``_test_class``)."""
     top = _insert_points(tree)
     out: dict[str, tuple[ast.FunctionDef, list[int]]] = {}
     for n in tree.body:
         if _copyable(n, method=False):
             out[n.name] = (n, top)  # type: ignore[assignment, attr-defined]
-        elif isinstance(n, ast.ClassDef) and (n.name.startswith("Test") or any("TestCase" in ast.dump(b)
-                                                                                for b in n.bases)):
+        elif _test_class(n, named):
             methods = [m for m in n.body if isinstance(m, _FUNCS)]
             ends = sorted({m.end_lineno for m in methods if m.end_lineno})
             for m in methods:
@@ -226,7 +239,7 @@ def _property_test(fn: ast.AST, method: bool) -> TypeGuard[ast.FunctionDef]:
 
 
 @functools.lru_cache(maxsize=16)
-def _property_units(source: str) -> dict[str, ast.FunctionDef]:
+def _property_units(source: str, named: frozenset[str] = frozenset()) -> dict[str, ast.FunctionDef]:
     """The open-ended property tests of a test file that imports Hypothesis, by node-id tail, once per text
     (a grading's sealed text is new each time: the word test first, as a walk of idna's 1.4 MB file takes
     0.2 s)."""
@@ -236,15 +249,15 @@ def _property_units(source: str) -> dict[str, ast.FunctionDef]:
     for n in tree.body:
         if _property_test(n, method=False):
             out[n.name] = n
-        elif isinstance(n, ast.ClassDef) and (n.name.startswith("Test") or any("TestCase" in ast.dump(b)
-                                                                                for b in n.bases)):
+        elif _test_class(n, named):
             out.update({f"{n.name}::{m.name}": m for m in n.body if _property_test(m, method=True)})
     return {k: fn for k, fn in out.items() if not _ends_on_its_own(fn)}
 
 
 def _property_canary(source: str, rel: str, keys: tuple[list[str], list[str]], rng: random.Random,
                      naming: tuple[set[str], set[str], list[str]], inserts: dict[int, list[str]],
-                     plan: tuple[dict[str, str], dict[str, str], dict[str, str]]) -> None:
+                     plan: tuple[dict[str, str], dict[str, str], dict[str, str]],
+                     named: frozenset[str] = frozenset()) -> None:
     """Plant one must-fail copy of a property test of ``rel`` (a FAIL_TO_PASS one first, ``keys``), with an
     assertion that cannot hold appended, right before or right after its original.
 
@@ -259,7 +272,7 @@ def _property_canary(source: str, rel: str, keys: tuple[list[str], list[str]], r
     names, taken, words = naming
     expect, sources, origins = plan
     key = rng.choice(f2p_keys or p2p_keys)
-    fn = _property_units(source)[key]
+    fn = _property_units(source, named)[key]
     name = _names_from(names, rng, taken)
     func = _copy(source, fn, name, _check(rng, words, holds=False))
     first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
@@ -644,9 +657,10 @@ def _parse(source: str) -> ast.Module:
 
 
 @functools.lru_cache(maxsize=16)
-def _units_of(source: str) -> tuple[dict[str, tuple[ast.FunctionDef, list[int]]], frozenset[str]]:
+def _units_of(source: str, named: frozenset[str] = frozenset()
+              ) -> tuple[dict[str, tuple[ast.FunctionDef, list[int]]], frozenset[str]]:
     """``_test_units`` of a hidden test file and the keys of those that end on their own, once per text."""
-    units = _test_units(_parse(source))
+    units = _test_units(_parse(source), named)
     return units, frozenset(k for k, (fn, _) in units.items() if _ends_on_its_own(fn))
 
 
@@ -745,7 +759,8 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
     blocked = set(drawn[:TWIN_BLOCKS])
     per_block = _copies_per_block(len(blocked))
     for rel, source, tree in hosts:
-        units, ends_alone = _units_of(source)
+        named = classes_in(f2p | p2p, rel)
+        units, ends_alone = _units_of(source, named)
         f2p_ids = {n.split("::", 1)[1].split("[")[0] for n in f2p if n.startswith(rel + "::")}
         p2p_ids = {n.split("::", 1)[1].split("[")[0] for n in p2p if n.startswith(rel + "::")}
         units = {k: v for k, v in units.items() if (rel, k) not in slow}
@@ -778,11 +793,11 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         for key in twinned:
             chance *= _twins(source, units[key][0], key, rel, rng, strict_eq, per_block, (names, taken),
                              inserts, (expect, sources, origins))
-        props = [k for k in _property_units(source) if (rel, k) not in slow and (rel, k) not in loose]
+        props = [k for k in _property_units(source, named) if (rel, k) not in slow and (rel, k) not in loose]
         f2p_props, p2p_props = [k for k in props if k in f2p_ids], [k for k in props if k in p2p_ids]
         if f2p_props or p2p_props:
             _property_canary(source, rel, (f2p_props, p2p_props), rng, (names, taken, words), inserts,
-                             (expect, sources, origins))
+                             (expect, sources, origins), named)
         for want in per_host[rel]:
             if want == "pass" and not passing:
                 standalone_wants.append(want)  # nothing here passes on its own for sure
@@ -861,7 +876,8 @@ CALIBRATION_VARIANTS = 3  # changed copies per test in a calibration run
 
 
 def calibration_copies(source: str, rel: str, strict: str = "", seed: int = 0,
-                       variants: int = CALIBRATION_VARIANTS) -> tuple[str, dict[str, str]]:
+                       variants: int = CALIBRATION_VARIANTS, named: frozenset[str] = frozenset()
+                       ) -> tuple[str, dict[str, str]]:
     """``source`` (a hidden test file, original) with ``variants`` changed copies (``_mutated``) of every test
     that can have them, and copy id -> the original's id at home (``rel::unit``).
 
@@ -872,7 +888,7 @@ def calibration_copies(source: str, rel: str, strict: str = "", seed: int = 0,
     copies once on the original code (``steps.Validation._unchangeable``); those that pass name the tests no
     grading makes changed copies of (``plant_canaries(unchangeable=...)``)."""
     try:
-        units, ends_alone = _units_of(source)
+        units, ends_alone = _units_of(source, named)
     except (SyntaxError, ValueError):
         return source, {}
     rng = random.Random(seed)
@@ -914,7 +930,7 @@ def _twinnable(hosts: list[tuple[str, str, ast.Module]], f2p: set[str], strict: 
     another file's name than it)."""
     out = []
     for rel, source, _ in hosts:
-        units, ends_alone = _units_of(source)
+        units, ends_alone = _units_of(source, classes_in(f2p, rel))
         ids = {n.split("::", 1)[1].split("[")[0] for n in f2p if n.startswith(rel + "::")}
         out += [(rel, k) for k in sorted(units) if k in ids and k not in ends_alone and (rel, k) not in loose
                 and _sites(units[k][0], strict)]
@@ -981,7 +997,7 @@ def forge_chance(files: Mapping[str, str], fail_to_pass: Iterable[str], strict: 
     chance = 1.0
     text_of = dict(files)
     for rel, key in blocks:
-        fn = _units_of(text_of[rel])[0][key][0]
+        fn = _units_of(text_of[rel], classes_in(fail_to_pass, rel))[0][key][0]
         chance *= _twins(text_of[rel], fn, key, rel, rng, strict, count, (set(), set()), {}, ({}, {}, {}))
     return chance
 

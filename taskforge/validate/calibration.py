@@ -19,30 +19,34 @@ import hashlib
 import json
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from taskforge.core.files import copy_ignore, write_atomic
 from taskforge.core.testreport import Outcome
-from taskforge.reward.canaries import CALIBRATION_VARIANTS, calibration_copies
+from taskforge.reward.canaries import CALIBRATION_VARIANTS, calibration_copies, classes_in
 
 CACHE_DIR = "calibration"
 
 
-def _digest(rel: str, text: str) -> str:
-    return hashlib.sha256(f"{CALIBRATION_VARIANTS}\0{rel}\0{text}".encode()).hexdigest()[:24]
+def _digest(rel: str, text: str, named: frozenset[str] = frozenset()) -> str:
+    return hashlib.sha256(f"{CALIBRATION_VARIANTS}\0{rel}\0{text}\0{sorted(named)}".encode()).hexdigest()[:24]
 
 
 def unchangeable_tests(files: Mapping[str, str], repo: Path, run: Callable[[Path, tuple[str, ...]], Any],
-                       cache_dir: Path | None = None) -> frozenset[str]:
+                       cache_dir: Path | None = None, nodeids: Iterable[str] = ()) -> frozenset[str]:
     """The tests of ``files`` (home path -> original text) whose changed copies pass on the original code in
     ``repo``. ``run(workspace, node ids)`` runs tests and returns their ``TestReport``. A run that gives no
-    verdict (a timeout, a crash) names no test: the copies then stay as they were."""
+    verdict (a timeout, a crash) names no test: the copies then stay as they were. ``nodeids``: the suite's
+    test ids at home; the classes they name are test classes (``canaries.classes_in``), as a grading takes
+    the classes its task's ids name, a subset of these."""
+    ids = tuple(nodeids)
     found: set[str] = set()
     todo: dict[str, tuple[str, str]] = {}
+    named = {rel: classes_in(ids, rel) for rel in files}
     for rel, text in sorted(files.items()):
-        digest = _digest(rel, text)
+        digest = _digest(rel, text, named[rel])
         cached = cache_dir / f"{digest}.json" if cache_dir is not None else None
         if cached is not None and cached.is_file():
             try:
@@ -56,7 +60,7 @@ def unchangeable_tests(files: Mapping[str, str], repo: Path, run: Callable[[Path
     planted: dict[str, str] = {}
     origin: dict[str, str] = {}
     for rel, (text, _) in todo.items():
-        planted[rel], copies = calibration_copies(text, rel)
+        planted[rel], copies = calibration_copies(text, rel, named=named[rel])
         origin.update(copies)
     if not origin:
         answers: dict[str, set[str]] = {rel: set() for rel in todo}

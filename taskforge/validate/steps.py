@@ -591,7 +591,9 @@ class _Validation:
         found = unchangeable_tests(
             files, Path(self.profile.repo_dir),
             lambda ws, tests: self.run_tests(ws, tests, "canary_calibration", 1, record=False),
-            Path(self.job.profile_dir) / CACHE_DIR)
+            Path(self.job.profile_dir) / CACHE_DIR,
+            nodeids=(*self.profile.baseline.all_tests, *homes.homes(task.fail_to_pass),
+                     *homes.homes(task.pass_to_pass)))
         return tuple(sorted(found))
 
     def _forge_chance(self, task: Task, original: Mapping[str, str | None], homes: Homes) -> float:
