@@ -115,6 +115,21 @@ def test_an_id_nobody_defines_is_reported_where_pytest_collects_it(tmp_path: Pat
     assert h.unmatched == ("tests/test_all.py::TestKind::test_made_at_collection",)
 
 
+def test_of_two_star_imports_defining_a_test_the_last_one_is_its_home(tmp_path: Path) -> None:
+    """As in Python, the later import binds the name (pyyaml: ``test_resolver`` and then ``test_schema`` both
+    define ``test_implicit_resolver``; the first was removed and the second still collected)."""
+    root = _project(tmp_path / "p")
+    (root / "tests" / "test_more.py").write_text("def test_double(arg):\n    assert arg == arg\n\n\n"
+                                                  "test_double.unittest = [7]\n")
+    (root / "tests" / "test_all.py").write_text("from test_parts import *\nfrom test_more import *\n")
+    assert "tests/test_all.py::test_double::7.data" in _collected(root)
+    h = hide_tests(root, ["tests/test_all.py::test_double::7.data"])
+    assert set(h.files_after) == {"tests/test_more.py"} and h.unmatched == ()
+    (root / "tests" / "test_more.py").write_text(h.files_after["tests/test_more.py"])
+    left = _collected(root)  # test_parts.py's test_double, shadowed before, binds the name again
+    assert "tests/test_all.py::test_double::7.data" not in left and "tests/test_all.py::test_double::1.data" in left
+
+
 @pytest.mark.realrepo
 def test_pyyaml_legacy_items_are_hidden_with_their_function(tmp_path: Path) -> None:
     """The real pyyaml 6.0.4 sdist: ``test_composer``'s items, made from ``test_structure.py``, collected
@@ -134,6 +149,9 @@ def test_pyyaml_legacy_items_are_hidden_with_their_function(tmp_path: Path) -> N
     (root / "tests/legacy_tests/test_structure.py").write_text(after)
     left = _collected_pyyaml(root)
     assert not any("::test_composer::" in n for n in left) and any("::test_parser::" in n for n in left)
+    schema = [n for n in left if n.startswith(f"{legacy}::test_implicit_resolver::") and n.endswith(".schema")]
+    h = hide_tests(root, schema[:1])  # test_schema.py's, star-imported after test_resolver.py's of that name
+    assert set(h.files_after) == {"tests/legacy_tests/test_schema.py"}, sorted(h.files_after)
 
 
 def _collected_pyyaml(root: Path) -> list[str]:

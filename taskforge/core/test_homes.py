@@ -70,34 +70,42 @@ def defining_file(root: Path, rel: str, tree: ast.Module, name: str,
                   read: dict[str, ast.Module | None] | None = None) -> str | None:
     """The repository file that defines ``name`` at its top level, as the module ``rel`` (parsed: ``tree``)
     imports it (``from .test_cache import TestCache``, ``from tests.test_parser import *``); None when not so.
-    ``read``: parsed files by relative path, filled as files are read (a cache for one caller)."""
+    ``read``: parsed files by relative path, filled as files are read (a cache for one caller). Of several
+    imports that bind ``name``, the last one does, as in Python (pyyaml 6.0.4's ``test_yaml.py`` star-imports
+    ``test_resolver`` and later ``test_schema``, both defining ``test_implicit_resolver``: the hiding removed the
+    first, pytest still collected the second, and 89 of 140 decided candidates were ``transform_failed``)."""
     read = {} if read is None else read
-    here = Path(rel).parent
+    last: str | None = None
     for node in top_statements(tree.body):
-        if not isinstance(node, ast.ImportFrom) or not any(a.name in (name, "*") and a.asname is None
-                                                           for a in node.names):
-            continue
-        parts = (node.module or "").split(".") if node.module else []
-        bases = [here.joinpath(*[".."] * (node.level - 1))] if node.level else import_bases(root, rel)
-        for base in bases:
-            for cand in (base.joinpath(*parts).with_suffix(".py") if parts else None,
-                         base.joinpath(*parts, "__init__.py")):
-                if cand is None:
-                    continue
+        if isinstance(node, ast.ImportFrom) and any(a.name in (name, "*") and a.asname is None for a in node.names):
+            last = _import_target(root, rel, node, name, read) or last
+    return last
+
+
+def _import_target(root: Path, rel: str, node: ast.ImportFrom, name: str,
+                   read: dict[str, ast.Module | None]) -> str | None:
+    """The repository file ``node`` (an import of the module ``rel``) takes ``name`` from, when it defines it."""
+    parts = (node.module or "").split(".") if node.module else []
+    bases = [Path(rel).parent.joinpath(*[".."] * (node.level - 1))] if node.level else import_bases(root, rel)
+    for base in bases:
+        for cand in (base.joinpath(*parts).with_suffix(".py") if parts else None,
+                     base.joinpath(*parts, "__init__.py")):
+            if cand is None:
+                continue
+            try:
+                target = (root / cand).resolve().relative_to(root.resolve()).as_posix()
+            except ValueError:  # outside the repository
+                continue
+            if target not in read:
+                file = root / target
                 try:
-                    target = (root / cand).resolve().relative_to(root.resolve()).as_posix()
-                except ValueError:  # outside the repository
-                    continue
-                if target not in read:
-                    file = root / target
-                    try:
-                        read[target] = _parse(file.read_bytes().decode("utf-8", errors="replace")) \
-                            if file.is_file() else None
-                    except OSError:
-                        read[target] = None
-                found = read[target]
-                if found is not None and name in defined_names(found):
-                    return target
+                    read[target] = _parse(file.read_bytes().decode("utf-8", errors="replace")) \
+                        if file.is_file() else None
+                except OSError:
+                    read[target] = None
+            found = read[target]
+            if found is not None and name in defined_names(found):
+                return target
     return None
 
 
