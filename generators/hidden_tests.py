@@ -318,8 +318,9 @@ def hide_tests(repo_root: Path, fail_to_pass: Iterable[str], index: StaticIndex 
             keep[rel] = keep.get(rel, frozenset()) | names
     def collected_id(rel: str, p: TestPath) -> str:
         """The id pytest collects: where a moved test was wanted, not where it is defined (pyyaml 6.0.4's
-        ``test_yaml.py::test_composer::<data file>`` items, generated from ``test_structure.py``'s function: the
-        caller matches unmatched ids against the collected ones, and 446 candidates were transform_failed)."""
+        ``test_yaml.py::test_composer::<data file>`` items, made by its conftest from ``test_structure.py``'s
+        function: the caller matches unmatched ids against the collected ones to leave such generated tests
+        out, and 446 of 587 decided candidates were transform_failed)."""
         return moved.get((rel, p), f"{rel}::{'::'.join(p)}")
 
     for rel in sorted(set(wanted) | set(import_edits)):
@@ -333,19 +334,14 @@ def hide_tests(repo_root: Path, fail_to_pass: Iterable[str], index: StaticIndex 
         known = {d.path for d in scan.defs if d.is_test and not d.is_class}
         based = {p for p in want - known if (rel, p) in across}  # a mixin's method other files' classes inherit
         via_base = {p: b for p in want - known - based if (b := _inherited_from(scan, p)) is not None}
-        made = _made_by_functions(want - known - set(via_base) - based, known)
-        unmatched.extend(collected_id(rel, p) for p in sorted(want - known - set(via_base) - based - made))
-        removed, helpers, whole = _plan_file(scan, (want & known) | set(via_base.values()) | based
-                                             | {p[:1] for p in made},
+        unmatched.extend(collected_id(rel, p) for p in sorted(want - known - set(via_base) - based))
+        removed, helpers, whole = _plan_file(scan, (want & known) | set(via_base.values()) | based,
                                              (frozenset(via_base.values()) | based | _base_tests(scan)) - known,
                                              keep.get(rel, frozenset()))
         hidden.extend(f"{rel}::{'::'.join(p)}" for p in sorted((want & known) | set(via_base)))
         inherited_out.extend(f"{rel}::{'::'.join(p)}" for p in sorted(via_base))
         collected_as = [moved[(rel, p)] for p in sorted((want & known) | set(via_base)) if (rel, p) in moved] + \
             [n for p in sorted((want & known) | based) for n in across.get((rel, p), ())]
-        # a made item's function goes whole, and every item it made with it (confirmed by collection)
-        collected_as += sorted({n for p in made for n in (collected_id(rel, p),
-                                                          collected_id(rel, p).rsplit("::", len(p) - 1)[0])})
         hidden.extend(collected_as)
         inherited_out.extend(collected_as)
         before[rel] = text
@@ -356,10 +352,9 @@ def hide_tests(repo_root: Path, fail_to_pass: Iterable[str], index: StaticIndex 
         lines = {d.path: d.line for d in scan.defs}
         gone = {p for p in removed | helpers if not _within(p, (removed | helpers) - {p})}
         assigns = {d.path for d in scan.defs if d.is_assign}
-        marks = _attribute_marks(text, {p[0] for p in gone - assigns if len(p) == 1})
         edit = cst_edit.FileEdit(
             module="", remove_defs=frozenset((".".join(p), lines[p]) for p in gone - assigns),
-            remove_statement_lines=frozenset(lines[p] for p in gone & assigns) | marks,
+            remove_statement_lines=frozenset(lines[p] for p in gone & assigns),
             remove_imports=import_edits.get(rel, {}), remove_import_modules=modules)
         result = cst_edit.edit_file(text, edit)
         fin = cst_edit.finalize(text, result.text)
@@ -375,30 +370,6 @@ def hide_tests(repo_root: Path, fail_to_pass: Iterable[str], index: StaticIndex 
         helpers=tuple(helpers_out), unmatched=tuple(unmatched), notes=tuple(notes),
         inherited=tuple(inherited_out),
     )
-
-
-def _made_by_functions(unknown: Iterable[TestPath], known: set[TestPath]) -> set[TestPath]:
-    """The wanted ids that a collector makes from a module-level test function: ``test_f::<item>``, where
-    ``test_f`` is a test function of the file. pyyaml 6.0.4's conftest turns ``test_composer`` (with its
-    ``unittest`` attribute naming data-file extensions) into one item per data file, most of its suite; such
-    an id was ``unmatched`` and none of its candidates could hide its failing tests."""
-    return {p for p in unknown if len(p) >= 2 and p[:1] in known}
-
-
-def _attribute_marks(text: str, names: set[str]) -> frozenset[int]:
-    """First lines of the module-level ``name.attr = ...`` statements for ``names`` (pyyaml's
-    ``test_composer.unittest = ['.data', '.canonical']``): they go with the function, or the file no longer
-    imports."""
-    if not names:
-        return frozenset()
-    try:
-        tree = pyparse.parse(text)
-    except (SyntaxError, ValueError):
-        return frozenset()
-    return frozenset(node.lineno for node in tree.body
-                     if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign)
-                     and all(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in names
-                             for t in (node.targets if isinstance(node, ast.Assign) else [node.target])))
 
 
 _SKIP_DIRS = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "node_modules", "__pycache__", "build",
