@@ -316,7 +316,8 @@ def _summarize(profile: ProfileOutcome, prof: Any, writer: Any, order: Sequence[
     seconds = time.monotonic() - start
     suite = _suite_seconds(prof)
     writer.record_run(RunFunnel.from_outcomes(
-        f"{profile.source}@{options.seed}{part.run_suffix if part else ''}", profile.source, prof.snapshot.name, len(chosen), rejections,
+        f"{profile.source}@{options.seed}{part.run_suffix if part else ''}", profile.source, prof.snapshot.name,
+        len(chosen), rejections,
         seconds=round(seconds + profile.seconds, 2),
         extra={"accepted_by_strategy": dict(accepted), "stage_seconds": {k: round(v, 3) for k, v in stages.items()},
                "stage_cpu_seconds": {k: round(v, 3) for k, v in stage_cpu.items()},
@@ -426,7 +427,10 @@ def _pure_profile(prof: ProfileOutcome, profile: Any, settings: Settings, option
     job = ProfileJob(prof.source, settings.to_dict(), options.rev, sandbox, pure=True)
     [(_i, res)] = list(executor.map_unordered(profile_source, [job]))
     pure = res if isinstance(res, ProfileOutcome) else ProfileOutcome(prof.source, error=f"{res}")
-    why = pure.error or harness_refusal(load_profile(pure.profile_dir).baseline.grading_check)
+    try:  # the main run's tasks stand whatever happens to the variant
+        why = pure.error or harness_refusal(load_profile(pure.profile_dir).baseline.grading_check)
+    except TaskforgeError as exc:
+        why = str(exc)
     if why:
         say("warning", {"source": prof.source, "message": f"no pure-Python variant: {why}"})
         return None
