@@ -50,20 +50,26 @@ def module_stem(path: str) -> str:
     return Path(path).name.split(".", 1)[0]
 
 
+def _repo_files(repo_dir: Path) -> Iterable[tuple[str, str]]:
+    """(directory, file name) of every file of the repository outside hidden, build and cache folders."""
+    for here, dirs, files in os.walk(repo_dir):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("build", "__pycache__"))
+        for name in sorted(files):
+            yield here, name
+
+
 def repo_stems(repo_dir: Path) -> tuple[set[str], set[str]]:
     """(stems of native sources, stems of Python modules) in the repository (tests and hidden dirs included)."""
     native: set[str] = set()
     python: set[str] = set()
-    for _here, dirs, files in os.walk(repo_dir):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("build", "__pycache__")]
-        for name in files:
-            stem, dot, suffix = name.rpartition(".")
-            if not dot:
-                continue
-            if "." + suffix in NATIVE_SUFFIXES:
-                native.add(stem)
-            elif suffix == "py":
-                python.add(stem)
+    for _here, name in _repo_files(repo_dir):
+        stem, dot, suffix = name.rpartition(".")
+        if not dot:
+            continue
+        if "." + suffix in NATIVE_SUFFIXES:
+            native.add(stem)
+        elif suffix == "py":
+            python.add(stem)
     return native, python
 
 
@@ -81,18 +87,16 @@ def native_sources(repo_dir: Path, skip: Callable[[str], bool] = lambda _p: Fals
     """
     found: dict[str, str] = {}
     root = Path(repo_dir)
-    for here, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("build", "__pycache__"))
-        for name in sorted(files):
-            if not name.endswith(_NATIVE_FILES):
-                continue
-            rel = (Path(here) / name).relative_to(root).as_posix()
-            if skip(rel):
-                continue
-            try:
-                found[rel] = (root / rel).read_bytes().decode("utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
+    for here, name in _repo_files(root):
+        if not name.endswith(_NATIVE_FILES):
+            continue
+        rel = (Path(here) / name).relative_to(root).as_posix()
+        if skip(rel):
+            continue
+        try:
+            found[rel] = (root / rel).read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
     return found
 
 
