@@ -36,6 +36,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
+import shutil
+import sys
+import tarfile
+import tempfile
 import time
 import uuid
 from collections.abc import Mapping
@@ -98,6 +103,12 @@ def docker_available() -> bool:
     return True
 
 
+def _regular_files(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+    """tarfile's ``data`` filter, for files and folders only (links, e.g. Debian's absolute sitecustomize.py
+    link, are left out: the audit reads files)."""
+    return tarfile.data_filter(member, dest) if member.isfile() or member.isdir() else None
+
+
 class DockerSandbox:
     """``Sandbox`` backed by a Docker engine. See the module docstring for the threat model."""
 
@@ -107,6 +118,7 @@ class DockerSandbox:
         self.settings = settings or Settings.load()
         self.client = client or docker_client()
         self.images = EnvImages(self.client, self.settings)
+        self._stdlibs: dict[str, Path | None] = {}
         reap_runs(self.client)
 
     # --- Sandbox protocol -------------------------------------------------------------------------
@@ -135,7 +147,48 @@ class DockerSandbox:
         return env  # containers never change their image
 
     def environment_files(self, env: PreparedEnv) -> EnvironmentFiles:
-        return EnvironmentFiles(image=env.location, base_image=env.extra.get("base_image_id"))
+        stdlib = self.stdlib_of(env.location)
+        return EnvironmentFiles(image=env.location, base_image=env.extra.get("base_image_id"), stdlib=stdlib)
+
+    def stdlib_of(self, image: str) -> Path | None:
+        """The standard library the image's interpreter imports, copied out once to ``work_dir/audit-images``
+        (the leak audit's ``interpreter`` channel: it lives in the base image's layers, which the image
+        channel does not read). None, with the reason logged, when it cannot be copied."""
+        cached = self._stdlibs.get(image)
+        if cached is not None or image in self._stdlibs:
+            return cached
+        try:
+            tag = self.client.images.get(image).id.split(":")[-1][:16]
+            dest = Path(self.settings.work_dir) / "audit-images" / f"stdlib-{tag}"
+            if not (dest / "os.py").is_file():
+                where = self.client.containers.run(image, [f"{VENV}/bin/python", "-c", "import sysconfig; print("
+                                                   "sysconfig.get_paths()['stdlib'])"], remove=True,
+                                                   network_disabled=True, user=f"{USER_ID}:{USER_ID}")
+                path = where.decode().strip()
+                container = self.client.containers.create(image, ["true"])
+                try:
+                    stream, _stat = container.get_archive(path)
+                    partial = dest.with_name(dest.name + f".{os.getpid()}.part")
+                    shutil.rmtree(partial, ignore_errors=True)
+                    partial.mkdir(parents=True)
+                    with tempfile.TemporaryFile() as buf:
+                        for chunk in stream:
+                            buf.write(chunk)
+                        buf.seek(0)
+                        with tarfile.open(fileobj=buf) as tar:
+                            tar.extractall(partial, filter=_regular_files)
+                    inner = partial / Path(path).name
+                    with contextlib.suppress(OSError):
+                        inner.rename(dest)
+                    shutil.rmtree(partial, ignore_errors=True)
+                finally:
+                    self._remove(container)
+            self._stdlibs[image] = dest if (dest / "os.py").is_file() else None
+        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError, tarfile.TarError) as exc:
+            print(f"taskforge: the standard library of {image} could not be copied out for the leak audit "
+                  f"(its interpreter channel is not searched): {exc}", file=sys.stderr)
+            self._stdlibs[image] = None
+        return self._stdlibs[image]
 
     # --- pieces of a run ------------------------------------------------------------------------
     @staticmethod

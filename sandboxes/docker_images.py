@@ -40,6 +40,7 @@ import requests.exceptions
 
 from sandboxes import extensions
 from sandboxes.install_plan import InstallAttempt, InstallStep, fallback_notes, install_steps
+from sandboxes.isolation import EMPTY_IMAGE_PACKAGES_SH
 from sandboxes.runner_deps import refusal_in, runner_chain, runner_dependency
 from taskforge.core.environment import EnvSpec, PreparedEnv, normalise_name
 from taskforge.core.errors import EnvironmentBuildError, SandboxError
@@ -83,6 +84,7 @@ def env_image_tag(spec: EnvSpec, repo_dir: Path, base_image_id: str) -> str:
     h.update(base_image_id.encode())
     for path in (_TEMPLATE, _RESOLVE, _DIST_INFO, _RUNNER_SRC):
         h.update(path.read_bytes() if path.is_file() else b"-")
+    h.update(EMPTY_IMAGE_PACKAGES_SH.encode())
     for name in PACKAGING_FILES:
         f = repo_dir / name
         h.update(name.encode() + b"\0" + (f.read_bytes() if f.is_file() else b"-") + b"\0")
@@ -91,7 +93,8 @@ def env_image_tag(spec: EnvSpec, repo_dir: Path, base_image_id: str) -> str:
 
 def render_dockerfile(base_image: str) -> str:
     return string.Template(_TEMPLATE.read_text()).substitute(
-        base_image=base_image, venv=VENV, runner=RUNNER, mount=MOUNT)
+        base_image=base_image, venv=VENV, runner=RUNNER, mount=MOUNT,
+        empty_packages=EMPTY_IMAGE_PACKAGES_SH)
 
 
 def tar_bytes(files: Mapping[str, bytes], *, uid: int = 0, mode: int = 0o644, dirs: Iterable[str] = (),

@@ -9,7 +9,10 @@ Each claim below names the test in ``tests/test_isolation.py`` that attacks it:
 - It sees only ``/usr``, the ``/bin``/``/lib*`` links, a few ``/etc`` files (``_ETC``), a fresh
   ``/proc`` for its own PID namespace, a minimal ``/dev``, size-capped tmpfs ``/tmp`` and ``/dev/shm``,
   and the caller's binds: not ``/root``, ``/home``, ``/work`` or any other host path
-  (``test_planted_secrets_are_invisible``).
+  (``test_planted_secrets_are_invisible``). Where the caller asks (``Mounts.hidden``, ``python_hidden``), the
+  package directories of the interpreters it can see (the base interpreter's site-packages, Debian's
+  dist-packages and python-wheels, ensurepip's wheels) and other interpreters' standard libraries are empty:
+  they held the very code tasks delete (``tests/test_interpreter_packages_hidden.py``).
 - Writes land only on read-write binds and tmpfs; ``Mounts.protected`` paths stay read-only even inside
   a read-write bind: no write, truncate, unlink, rename or replacement of them or their parent
   directory (``test_writes_outside_rw_binds_fail``, ``test_protected_paths_cannot_be_changed``).
@@ -122,15 +125,18 @@ class Mounts:
     rw: tuple[str, ...] = ()
     protected: tuple[str, ...] = ()
     tmpfs: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+    """Directories seen empty and read-only (an empty read-only tmpfs over them): ``python_hidden``."""
 
     @classmethod
     def of(cls, ro: Iterable[str | os.PathLike[str]] = (), rw: Iterable[str | os.PathLike[str]] = (),
            protected: Iterable[str | os.PathLike[str]] = (),
-           tmpfs: Iterable[str | os.PathLike[str]] = ()) -> Mounts:
-        return cls(*(tuple(os.path.abspath(p) for p in group) for group in (ro, rw, protected, tmpfs)))
+           tmpfs: Iterable[str | os.PathLike[str]] = (),
+           hidden: Iterable[str | os.PathLike[str]] = ()) -> Mounts:
+        return cls(*(tuple(os.path.abspath(p) for p in group) for group in (ro, rw, protected, tmpfs, hidden)))
 
     def __post_init__(self) -> None:
-        for path in (*self.ro, *self.rw, *self.protected, *self.tmpfs):
+        for path in (*self.ro, *self.rw, *self.protected, *self.tmpfs, *self.hidden):
             if not os.path.isabs(path):
                 raise ValueError(f"mount path {path!r} is relative; give an absolute path (or use Mounts.of)")
         for path in self.protected:
@@ -148,6 +154,81 @@ def python_mounts(venv: str | os.PathLike[str]) -> tuple[str, ...]:
     bins.add(os.path.dirname(os.path.realpath(os.path.join(venv, "bin", "python"))))  # bin/python's target
     prefixes = {os.path.dirname(b) for b in bins} - {venv, "/"}
     return (venv, *sorted(p for p in prefixes if os.path.commonpath([p, "/usr"]) != "/usr"))
+
+
+# Where an interpreter keeps third-party distributions, relative to a prefix: site-packages and Debian's
+# dist-packages, and the wheels Debian's venv and ensurepip install from (pip's vendors msgpack, idna ...).
+_PACKAGE_DIRS = ("lib/python3*/site-packages", "lib/python3*/dist-packages", "lib/python3/dist-packages",
+                 "lib64/python3*/site-packages", "local/lib/python3*/site-packages",
+                 "local/lib/python3*/dist-packages", "share/python-wheels", "lib/python3*/ensurepip/_bundled")
+
+
+def python_stdlib(venv: str | os.PathLike[str]) -> tuple[str, tuple[str, ...]] | None:
+    """The standard library a venv's interpreter imports (``<base prefix>/lib/pythonX.Y``) and its
+    subfolders that ``python_hidden`` hides (relative), or None when the venv does not say where it is.
+
+    It cannot be hidden, and it holds copies of PyPI projects: zipfile has zipp's ``CompleteDirs`` and
+    ``Path``, tomllib is tomli, json began as simplejson. The leak audit reads it (channel ``interpreter``).
+    """
+    stdlib = _venv_stdlib(venv)
+    if stdlib is None:
+        return None
+    return stdlib, tuple(sorted(os.path.relpath(h, stdlib) for h in python_hidden(venv)
+                                if os.path.commonpath([h, stdlib]) == stdlib))
+
+
+# The same directories in a container image, whose interpreter is Debian's or python:*-slim's.
+IMAGE_PACKAGE_DIRS = ("/usr/local/lib/python3*/site-packages", "/usr/local/lib/python3*/dist-packages",
+                      "/usr/lib/python3/dist-packages", "/usr/lib/python3*/site-packages", "/usr/share/python-wheels",
+                      "/usr/local/lib/python3*/ensurepip/_bundled", "/usr/lib/python3*/ensurepip/_bundled")
+# A shell command (root, in an image build) that empties them: an image's ``python_hidden``.
+EMPTY_IMAGE_PACKAGES_SH = ("for d in " + " ".join(IMAGE_PACKAGE_DIRS) + "; do "
+                           'if [ -d "$d" ]; then find "$d" -mindepth 1 -delete; fi; done')
+
+
+def python_hidden(venv: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The package directories of every interpreter a confined command can see, but the venv's own.
+
+    A venv without system site-packages never reads them, yet the base interpreter's prefix is bound
+    (``python_mounts``) and so is ``/usr``: the host's pyenv site-packages held attrs 26.1.0 and
+    itsdangerous 2.2.0, the very versions of corpus packages, ``/usr/lib/python3/dist-packages`` held
+    pyparsing and yaml, and pip's ``_vendor`` holds msgpack's ``fallback.py``. An agent could read the
+    deleted code there, or a patch load it at grading. Hidden: seen as empty, read-only directories.
+    A venv that includes system site-packages hides nothing (its tests may import from there); the
+    leak audit's environment channel is the venv only, so such a venv is the caller's risk. Other
+    interpreters' standard libraries under ``/usr`` are hidden too (a newer one holds newer copies: 3.12's
+    ``zipfile/_path`` is a later zipp); the venv's own cannot be, and the leak audit reads it (``python_stdlib``).
+    """
+    venv = os.path.realpath(venv)
+    cfg = Path(venv, "pyvenv.cfg")
+    lines = cfg.read_text().splitlines() if cfg.is_file() else []
+    if any(k.strip() == "include-system-site-packages" and v.strip().lower() == "true"
+           for k, _, v in (ln.partition("=") for ln in lines)):
+        return ()
+    found: set[str] = set()
+    for prefix in sorted({"/usr", *python_mounts(venv)[1:]}):
+        for pattern in _PACKAGE_DIRS:
+            found.update(str(p) for p in Path(prefix).glob(pattern) if p.is_dir() and not p.is_symlink())
+    # other interpreters' standard libraries under /usr: a newer one holds newer copies (3.12's zipfile/_path
+    # is a later zipp); the venv's own stays
+    own = _venv_stdlib(venv)
+    for prefix in ("/usr", "/usr/local"):
+        found.update(str(p) for p in Path(prefix).glob("lib/python3.*")
+                     if p.is_dir() and not p.is_symlink() and str(p) != own)
+    found = {p for p in found if os.path.commonpath([p, venv]) not in (p, venv)}
+    return tuple(sorted(p for p in found if not any(q != p and os.path.commonpath([p, q]) == q for q in found)))
+
+
+def _venv_stdlib(venv: str | os.PathLike[str]) -> str | None:
+    """``<base prefix>/lib/pythonX.Y`` of a venv, from its ``pyvenv.cfg``; None when it does not say."""
+    cfg = Path(venv, "pyvenv.cfg")
+    lines = cfg.read_text().splitlines() if cfg.is_file() else []
+    conf = {k.strip(): v.strip() for k, _, v in (ln.partition("=") for ln in lines)}
+    version = ".".join(conf.get("version", conf.get("version_info", "")).split(".")[:2])
+    if not conf.get("home") or not version:
+        return None
+    stdlib = Path(os.path.realpath(conf["home"])).parent / "lib" / f"python{version}"
+    return str(stdlib) if (stdlib / "os.py").is_file() else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,9 +467,13 @@ def _system_mounts(limits: Limits) -> list[str]:
 
 def _user_mounts(mounts: Mounts, limits: Limits) -> list[str]:
     ops = [*((p, "--ro-bind") for p in mounts.ro), *((p, "--bind") for p in mounts.rw),
-           *((p, "--tmpfs") for p in mounts.tmpfs), *((p, "--ro-bind") for p in mounts.protected)]
+           *((p, "--tmpfs") for p in mounts.tmpfs), *((p, "--ro-bind") for p in mounts.protected),
+           *((p, "hidden") for p in mounts.hidden)]
     out: list[str] = []
     for path, op in sorted(ops, key=lambda item: len(Path(item[0]).parts)):  # stable: protected after rw
-        out += ["--size", str(limits.tmpfs_mb << 20), op, path] if op == "--tmpfs" else [op, path, path]
+        if op == "hidden":  # an empty tmpfs, then read-only
+            out += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
+        else:
+            out += ["--size", str(limits.tmpfs_mb << 20), op, path] if op == "--tmpfs" else [op, path, path]
     return out
 

@@ -194,7 +194,9 @@ class LocalSandbox:
         return dataclasses.replace(env, location=str(dest))
 
     def environment_files(self, env: PreparedEnv) -> EnvironmentFiles:
-        return EnvironmentFiles(directory=Path(env.location))
+        stdlib = isolation.python_stdlib(env.location)
+        return EnvironmentFiles(directory=Path(env.location), stdlib=Path(stdlib[0]) if stdlib else None,
+                                stdlib_skip=stdlib[1] if stdlib else ())
 
     # --- test runs -----------------------------------------------------------------------------
     @property
@@ -240,7 +242,8 @@ class LocalSandbox:
         support = self._support()
         protected = [workspace / p for p in request.read_only if (workspace / p).exists()]
         mounts = isolation.Mounts.of(ro=isolation.python_mounts(venv), rw=[workspace, scratch],
-                                     protected=[p for p in protected if not p.is_symlink()])
+                                     protected=[p for p in protected if not p.is_symlink()],
+                                     hidden=isolation.python_hidden(venv))
         limits = isolation.Limits(memory_mb=self.settings.local_memory_mb, pids=self.settings.local_pids)
         with isolation.confine(limits, support) as scope:
             full = isolation.isolated_argv(argv, mounts=mounts, limits=limits, scope=scope, cwd=workspace,

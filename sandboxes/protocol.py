@@ -64,6 +64,10 @@ class EnvironmentFiles:
     directory: Path | None = None
     image: str | None = None
     base_image: str | None = None
+    stdlib: Path | None = None
+    """The standard library the runs import, on this host (the local sandbox's base interpreter's)."""
+    stdlib_skip: tuple[str, ...] = ()
+    """Folders of ``stdlib`` (relative) that runs do not see (``isolation.python_hidden``)."""
 
 
 @runtime_checkable

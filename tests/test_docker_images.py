@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 from pathlib import Path
 
 from sandboxes import local
 from sandboxes.docker import IO_DIR, WORKSPACE, DockerSandbox
 from sandboxes.docker_images import TEST_TOOLING, env_image_tag, render_dockerfile, tar_bytes, tar_directory
+from sandboxes.isolation import EMPTY_IMAGE_PACKAGES_SH
 from sandboxes.protocol import RunRequest
 from taskforge.core.environment import EnvSpec
 
@@ -36,7 +38,8 @@ def test_dockerfile_keeps_the_ca_bundle_in_the_build_stage():
     assert "FROM python:3.11-slim AS build" in build and "ca.pem" in build
     assert "ca.pem" not in final and "/tf" not in final.replace("/tf/", "")
     assert "/usr/local/bin/python3" in build and "/usr/bin/python3" in build  # slim and Debian bases
-    assert "USER 65534:65534" in final and "$" not in final.replace("$$", "")
+    assert "USER 65534:65534" in final and not re.search(r"\$\{?[a-z_]{2,}", final)  # every placeholder filled
+    assert EMPTY_IMAGE_PACKAGES_SH in final  # the base interpreter's packages are emptied (python_hidden's twin)
 
 
 def test_request_and_environment_match_the_local_backend():

@@ -25,7 +25,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.docker, pytest.mark.realrepo]
 PACKAGES = {"inflection==0.5.1": 2, "parse==1.22.4": 3}
 SAME = ("instance_id", "setup_patch", "patch", "test_patch", "fail_to_pass", "pass_to_pass", "entities",
         "strategy", "problem_statement", "difficulty")
-CHANNELS = {"local": ("workspace", "git", "environment"), "docker": ("workspace", "git", "image")}
+# "interpreter": the standard library the runs import (copies of PyPI projects that cannot be hidden)
+CHANNELS = {"local": ("workspace", "git", "environment", "interpreter"),
+            "docker": ("workspace", "git", "interpreter", "image")}
 
 
 @pytest.fixture(scope="module", params=sorted(PACKAGES))

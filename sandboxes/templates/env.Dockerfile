@@ -32,6 +32,10 @@ COPY pytest_runner.py $runner
 ENV PATH=$venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     LC_ALL=C.UTF-8 \
     PYTHONDONTWRITEBYTECODE=1
-RUN mkdir -p $mount && chmod 0755 $mount
+# The base interpreter's own packages are emptied (the venv has no system site-packages, so nothing reads
+# them): pip's _vendor holds msgpack, idna and packaging, Debian's dist-packages and python-wheels more; an
+# agent could read a deleted function there. The local sandbox hides the same directories
+# (isolation.python_hidden); the command is isolation.EMPTY_IMAGE_PACKAGES_SH.
+RUN set -eu; mkdir -p $mount && chmod 0755 $mount; $empty_packages
 WORKDIR $mount
 USER 65534:65534

@@ -38,7 +38,8 @@ class LocalBackend:
         self.workspace = Path(workspace).resolve()
         self.root = str(self.workspace)
         venv = Path(env.location)
-        self.mounts = isolation.Mounts.of(ro=isolation.python_mounts(venv), rw=[self.workspace])
+        self.mounts = isolation.Mounts.of(ro=isolation.python_mounts(venv), rw=[self.workspace],
+                                          hidden=isolation.python_hidden(venv))
         self.limits = isolation.Limits(memory_mb=settings.local_memory_mb, pids=settings.local_pids)
         self.env = {**run_env(env.spec, self.workspace, venv, Path("/tmp"), {}), "HOME": "/tmp", "TMPDIR": "/tmp"}
         if self.support.host_uid != 0:  # the rlimit fallback runs commands as an unprivileged host uid

@@ -44,7 +44,7 @@ from taskforge.audit.scrub import TYPECHECKER_CACHES, is_artefact_dir, stub_decl
 from taskforge.core.task import AuditResult, LeakHit
 
 SOURCE_SUFFIXES = (".py",)
-_THIRD_PARTY = frozenset({"environment", "image"})  # channels of other packages' files: copies only
+_THIRD_PARTY = frozenset({"environment", "image", "interpreter"})  # channels of other packages' files: copies only
 READ_THREADS = 8
 
 
@@ -52,7 +52,8 @@ def audit_task_workspace(workspace: Path | str, deleted_sources: Mapping[str, st
                          env_dir: Path | str | None = None, image: Any = None, *,
                          allowed_text: Iterable[str] = (), docker_client: Any = None,
                          image_cache: Path | str | None = None, base_image: Any = None,
-                         env_index: Any = None) -> AuditResult:
+                         env_index: Any = None, stdlib: Path | str | None = None,
+                         stdlib_skip: Iterable[str] = (), stdlib_index: Any = None) -> AuditResult:
     """Fingerprint ``deleted_sources`` (qualname -> original source) against the workspace, then audit.
 
     ``allowed_text``: what the agent is given anyway (problem statement); fingerprints in it are
@@ -60,19 +61,23 @@ def audit_task_workspace(workspace: Path | str, deleted_sources: Mapping[str, st
     ``Image`` (docker sandbox); ``docker_client`` defaults to ``docker.from_env()``;
     ``image_cache``: a folder where each image's layers are extracted once and reused by later
     audits (``None``: stream ``image.save()`` every time); ``base_image``: the image ``image`` was
-    built from, whose layers are not searched (``None``: search every layer).
+    built from, whose layers are not searched (``None``: search every layer); ``stdlib``: the standard
+    library the runs import (channel ``interpreter``), less its ``stdlib_skip`` folders (``stdlib_index``: an
+    ``EnvironmentIndex`` of it).
     """
     start = time.perf_counter()
     workspace = Path(workspace)
     fps = fingerprint(deleted_sources, _remaining_code(workspace), allowed_text)
     result = audit(workspace, fps, env_dir=env_dir, image=image, docker_client=docker_client,
-                   image_cache=image_cache, base_image=base_image, env_index=env_index)
+                   image_cache=image_cache, base_image=base_image, env_index=env_index, stdlib=stdlib,
+                   stdlib_skip=stdlib_skip, stdlib_index=stdlib_index)
     return AuditResult(result.channels, result.hits, result.fingerprints, time.perf_counter() - start)
 
 
 def audit(workspace: Path | None, fps: FingerprintSet, *, env_dir: Path | str | None = None,
           image: Any = None, docker_client: Any = None, git: bool = True,
-          image_cache: Path | str | None = None, base_image: Any = None, env_index: Any = None) -> AuditResult:
+          image_cache: Path | str | None = None, base_image: Any = None, env_index: Any = None,
+          stdlib: Path | str | None = None, stdlib_skip: Iterable[str] = (), stdlib_index: Any = None) -> AuditResult:
     """Search every channel given for ``fps``; ``AuditResult.passed`` is True when nothing was found.
 
     ``git=False`` skips the workspace's git store (only to measure channels apart: a task's audit
@@ -95,6 +100,12 @@ def audit(workspace: Path | None, fps: FingerprintSet, *, env_dir: Path | str | 
         hits.extend(indexed if indexed is not None else _tree_hits("environment", Path(env_dir), scanner))
         hits.extend(_pointer_hits(Path(env_dir), workspace, scanner))
         hits.extend(_git_hits(Path(env_dir), scanner, "environment", pointers=False))  # VCS checkouts
+    if stdlib is not None:  # copies of PyPI projects in the standard library (zipfile: zipp), never hideable
+        channels.append("interpreter")
+        indexed = stdlib_index.hits(scanner, "interpreter") \
+            if stdlib_index is not None and stdlib_index.covers(fps) else None
+        hits.extend(indexed if indexed is not None else _tree_hits("interpreter", Path(stdlib), scanner,
+                                                                   skip=stdlib_skip))
     if image is not None:
         channels.append("image")
         hits.extend(_image_hits(image, scanner, docker_client, image_cache, base_image))
@@ -132,11 +143,13 @@ def _remaining_code(workspace: Path) -> Iterator[bytes]:
                 continue
 
 
-def _walk(root: Path, *, skip_artefacts: bool = False) -> Iterator[Path]:
-    """Regular files under ``root`` (symlinks not followed), git stores excluded (see ``_git_hits``)."""
+def _walk(root: Path, *, skip_artefacts: bool = False, skip: Iterable[str] = ()) -> Iterator[Path]:
+    """Regular files under ``root`` (symlinks not followed), git stores excluded (see ``_git_hits``), and
+    the folders ``skip`` (relative to ``root``) too."""
+    pruned = {root / s for s in skip}
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
-        dirnames[:] = [d for d in dirnames if d != ".git"]  # git stores: the git channel reads them
+        dirnames[:] = [d for d in dirnames if d != ".git" and here / d not in pruned]  # git: the git channel
         if skip_artefacts:
             dirnames[:] = [d for d in dirnames if not is_artefact_dir(here / d, root)]
         for name in filenames:
@@ -145,15 +158,16 @@ def _walk(root: Path, *, skip_artefacts: bool = False) -> Iterator[Path]:
                 yield path
 
 
-def _tree_hits(channel: str, root: Path, scanner: Scanner) -> Iterator[LeakHit]:
-    """Scan every file under ``root``; reads overlap on a few threads (the search releases the GIL)."""
-    for path, hit in scan_tree(root, scanner, strict=channel in _THIRD_PARTY):
+def _tree_hits(channel: str, root: Path, scanner: Scanner, skip: Iterable[str] = ()) -> Iterator[LeakHit]:
+    """Scan every file under ``root`` but ``skip``; reads overlap on a few threads (the search releases the GIL)."""
+    for path, hit in scan_tree(root, scanner, strict=channel in _THIRD_PARTY, skip=skip):
         yield LeakHit(channel, path, hit.evidence())
 
 
-def scan_tree(root: Path, scanner: Scanner, *, strict: bool, collect: bool = False) -> Iterator[tuple[str, BlobHit]]:
-    """``(path, hit)`` for every file under ``root`` (``path!member`` inside archives), as ``Scanner.scan``
-    finds them (``collect``: every blob holding any fingerprint)."""
+def scan_tree(root: Path, scanner: Scanner, *, strict: bool, collect: bool = False,
+              skip: Iterable[str] = ()) -> Iterator[tuple[str, BlobHit]]:
+    """``(path, hit)`` for every file under ``root`` (``path!member`` inside archives) but the folders
+    ``skip``, as ``Scanner.scan`` finds them (``collect``: every blob holding any fingerprint)."""
     def one(path: Path) -> list[tuple[str, BlobHit]]:
         try:
             if not scanner.wants(path.stat().st_size):
@@ -169,7 +183,7 @@ def scan_tree(root: Path, scanner: Scanner, *, strict: bool, collect: bool = Fal
         return [(_join(rel, h.where), h) for h in scanner.scan(data, path.name, strict=strict, collect=collect)]
 
     with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
-        for hits in pool.map(one, _walk(root)):
+        for hits in pool.map(one, _walk(root, skip=skip)):
             yield from hits
 
 

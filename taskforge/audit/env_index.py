@@ -20,7 +20,7 @@ before any candidate, and only read afterwards).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,12 +54,13 @@ class EnvironmentIndex:
     seconds: float = 0.0
 
     @classmethod
-    def build(cls, root: Path | str, sources: Mapping[str, str]) -> EnvironmentIndex:
+    def build(cls, root: Path | str, sources: Mapping[str, str], skip: Iterable[str] = ()) -> EnvironmentIndex:
+        """``skip``: folders of ``root`` (relative) that are not read (``audit.scan_tree``)."""
         start = time.perf_counter()
         fps = candidates_of(sources)
         scanner = Scanner(FingerprintSet(tuple(sources), tuple(fps)))
         blobs = tuple(IndexedBlob(path, frozenset(fingerprint_key(f) for f in hit.matched), hit.note, hit.where)
-                      for path, hit in scan_tree(Path(root), scanner, strict=True, collect=True))
+                      for path, hit in scan_tree(Path(root), scanner, strict=True, collect=True, skip=skip))
         return cls(str(root), frozenset(fingerprint_key(f) for f in fps), blobs, time.perf_counter() - start)
 
     def covers(self, fps: FingerprintSet) -> bool:

@@ -772,11 +772,14 @@ class _Validation:
         # the environment is read once per worker for every entity of the repository, not once per candidate
         index = environment_index(str(self.job.profile_dir), str(files.directory)) \
             if files.directory is not None and not self.naive else None
+        stdlib_index = environment_index(str(self.job.profile_dir), str(files.stdlib), files.stdlib_skip) \
+            if files.stdlib is not None and not self.naive else None
         return audit_task_workspace(agent_ws, {k: v for k, v in deleted_sources.items() if v},
                                     env_dir=files.directory, image=files.image,
                                     allowed_text=(task.problem_statement,),
                                     image_cache=Path(self.settings.work_dir) / "audit-images",
-                                    base_image=files.base_image, env_index=index)
+                                    base_image=files.base_image, env_index=index, stdlib=files.stdlib,
+                                    stdlib_skip=files.stdlib_skip, stdlib_index=stdlib_index)
 
 
 def _first_of_each_file(tests: tuple[str, ...]) -> tuple[str, ...]:

@@ -46,10 +46,11 @@ def prepared_env(profile_dir: str, sandbox: Any) -> Any:
     return sandbox.prepare(profile.spec, profile.repo_dir)
 
 
-@functools.lru_cache(maxsize=2)
-def environment_index(profile_dir: str, env_dir: str) -> Any:
-    """The leak audit's reading of the environment at ``env_dir`` for every entity of the profile's repository
-    (``taskforge.audit.env_index``), built once per worker on the first audit."""
+@functools.lru_cache(maxsize=4)
+def environment_index(profile_dir: str, env_dir: str, skip: tuple[str, ...] = ()) -> Any:
+    """The leak audit's reading of the environment at ``env_dir`` (or of the interpreter's standard library,
+    less its folders ``skip``) for every entity of the profile's repository (``taskforge.audit.env_index``),
+    built once per worker on the first audit."""
     from taskforge.audit.env_index import EnvironmentIndex
 
     profile = load_profile(profile_dir)
@@ -64,7 +65,7 @@ def environment_index(profile_dir: str, env_dir: str) -> Any:
         text = "".join(lines_of[e.file][e.start_line - 1:e.end_line])
         if text:
             sources[e.qualname] = text
-    return EnvironmentIndex.build(Path(env_dir), sources)
+    return EnvironmentIndex.build(Path(env_dir), sources, skip)
 
 
 class FixedEnv:
