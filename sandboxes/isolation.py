@@ -195,28 +195,67 @@ def python_hidden(venv: str | os.PathLike[str]) -> tuple[str, ...]:
     pyparsing and yaml, and pip's ``_vendor`` holds msgpack's ``fallback.py``. An agent could read the
     deleted code there, or a patch load it at grading. Hidden: seen as empty, read-only directories.
     A venv that includes system site-packages hides nothing (its tests may import from there); the
-    leak audit's environment channel is the venv only, so such a venv is the caller's risk. Other
-    interpreters' standard libraries under ``/usr`` are hidden too (a newer one holds newer copies: 3.12's
-    ``zipfile/_path`` is a later zipp); the venv's own cannot be, and the leak audit reads it (``python_stdlib``).
+    leak audit's environment channel is the venv only, so such a venv is the caller's risk.
+
+    Beyond interpreters, any folder two levels under ``/usr`` or ``/usr/local`` that holds Python code is
+    hidden (``usr_code_dirs``): this host's Google Cloud SDK vendors idna, pyparsing, yaml, mako, lark,
+    sqlparse and more in ``/usr/lib/google-cloud-sdk/lib/third_party``, and other interpreters' standard
+    libraries hold newer copies (3.12's ``zipfile/_path`` is a later zipp). The venv's own standard library
+    cannot be hidden; the leak audit reads it (``python_stdlib``).
     """
-    venv = os.path.realpath(venv)
+    return _python_hidden(os.path.realpath(venv))
+
+
+@functools.lru_cache(maxsize=64)
+def _python_hidden(venv: str) -> tuple[str, ...]:
     cfg = Path(venv, "pyvenv.cfg")
     lines = cfg.read_text().splitlines() if cfg.is_file() else []
     if any(k.strip() == "include-system-site-packages" and v.strip().lower() == "true"
            for k, _, v in (ln.partition("=") for ln in lines)):
         return ()
+    bases = python_mounts(venv)[1:]
     found: set[str] = set()
-    for prefix in sorted({"/usr", *python_mounts(venv)[1:]}):
+    for prefix in sorted({"/usr", *bases}):
         for pattern in _PACKAGE_DIRS:
             found.update(str(p) for p in Path(prefix).glob(pattern) if p.is_dir() and not p.is_symlink())
-    # other interpreters' standard libraries under /usr: a newer one holds newer copies (3.12's zipfile/_path
-    # is a later zipp); the venv's own stays
     own = _venv_stdlib(venv)
-    for prefix in ("/usr", "/usr/local"):
-        found.update(str(p) for p in Path(prefix).glob("lib/python3.*")
-                     if p.is_dir() and not p.is_symlink() and str(p) != own)
+    needed = {venv, *bases, *((own,) if own else ())}  # never hide these, nor a folder above them
+    found.update(d for d in usr_code_dirs() if not any(os.path.commonpath([d, n]) == d for n in needed))
     found = {p for p in found if os.path.commonpath([p, venv]) not in (p, venv)}
     return tuple(sorted(p for p in found if not any(q != p and os.path.commonpath([p, q]) == q for q in found)))
+
+
+# Folders under /usr that hold what every program needs (shared libraries, compilers): never hidden.
+_USR_KEEP = ("/usr/lib/gcc", "/usr/lib/locale", "/usr/share/zoneinfo", "/usr/share/ca-certificates",
+             "/usr/lib/ssl", "/usr/share/terminfo", "/usr/share/misc", "/usr/lib/git-core", "/usr/share/git-core")
+_CODE_SUFFIXES = (".py", ".pyc", ".whl", ".egg")
+
+
+@functools.lru_cache(maxsize=1)
+def usr_code_dirs() -> tuple[str, ...]:
+    """Folders two levels under ``/usr`` and ``/usr/local`` (``/usr/lib/google-cloud-sdk``) holding Python code
+    anywhere below them: multiarch library folders and ``_USR_KEEP`` aside. Read once per process (about a
+    second for this host's 6 GB ``/usr``)."""
+    out = []
+    for top in ("/usr", "/usr/local"):
+        for first in sorted(Path(top).iterdir()) if os.path.isdir(top) else ():
+            if first.is_symlink() or not first.is_dir() or str(first) == "/usr/local":
+                continue
+            for second in sorted(first.iterdir()) if os.access(first, os.R_OK | os.X_OK) else ():
+                path = str(second)
+                if (second.is_symlink() or not second.is_dir() or path in _USR_KEEP or "-linux-gnu" in second.name
+                        or path.startswith("/usr/local/") and top == "/usr"):
+                    continue
+                if _holds_code(path):
+                    out.append(path)
+    return tuple(out)
+
+
+def _holds_code(root: str) -> bool:
+    for _dirpath, _dirnames, filenames in os.walk(root):
+        if any(name.endswith(_CODE_SUFFIXES) for name in filenames):
+            return True
+    return False
 
 
 def _venv_stdlib(venv: str | os.PathLike[str]) -> str | None:

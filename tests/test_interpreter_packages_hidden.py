@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import json
 import secrets
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -51,6 +52,25 @@ def planted() -> Iterator[Path]:
         path.unlink(missing_ok=True)
 
 
+@pytest.fixture
+def vendored() -> Iterator[Path]:
+    """A vendored copy under /usr, as the Google Cloud SDK keeps idna and pyparsing in
+    /usr/lib/google-cloud-sdk/lib/third_party."""
+    root = Path("/usr/lib") / f"taskforge-vendor-{secrets.token_hex(4)}"
+    path = root / "lib" / "third_party" / "mini" / "core.py"
+    path.parent.mkdir(parents=True)
+    (path.parent / "__init__.py").write_text("")
+    path.write_text("def shout(s):\n    return s.upper() + '!'\n")
+    isolation.usr_code_dirs.cache_clear()
+    isolation._python_hidden.cache_clear()
+    try:
+        yield path
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        isolation.usr_code_dirs.cache_clear()
+        isolation._python_hidden.cache_clear()
+
+
 def _workspace(root: Path, test: str) -> Path:
     ws = root / "broken"
     (ws / "mini").mkdir(parents=True)
@@ -71,7 +91,7 @@ def test_python_hidden_names_the_base_interpreters_packages_only(tmp_path: Path)
     assert isolation.python_hidden(shared) == ()  # its tests may import from there
 
 
-def test_an_agent_session_cannot_read_them(tmp_path: Path, planted: Path,
+def test_an_agent_session_cannot_read_them(tmp_path: Path, planted: Path, vendored: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TASKFORGE_SESSIONS_DIR", str(tmp_path / "records"))
     broken = _workspace(tmp_path, "def test_ok():\n    assert True\n")
@@ -87,6 +107,8 @@ def test_an_agent_session_cannot_read_them(tmp_path: Path, planted: Path,
             return s.execute(ToolCall("bash", json.dumps({"command": command}))).output
 
         assert "No such file" in bash(f"cat {planted}")
+        assert "No such file" in bash(f"cat {vendored}")
+        assert bash("grep -rl --include=*.py 'def shout' /usr/lib 2>/dev/null | wc -l").strip() == "0"
         for hidden in isolation.python_hidden(VENV):
             assert bash(f"ls -A {hidden} | wc -l").strip() == "0", hidden
         assert "Read-only" in bash(f"touch {planted.parent}/x")
