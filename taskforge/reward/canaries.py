@@ -254,7 +254,7 @@ def _property_units(source: str, named: frozenset[str] = frozenset()) -> dict[st
     return {k: fn for k, fn in out.items() if not _ends_on_its_own(fn)}
 
 
-def _property_canary(source: str, rel: str, keys: tuple[list[str], list[str]], rng: random.Random,
+def _property_canary(texts: tuple[str, str], rel: str, keys: tuple[list[str], list[str]], rng: random.Random,
                      naming: tuple[set[str], set[str], list[str]], inserts: dict[int, list[str]],
                      plan: tuple[dict[str, str], dict[str, str], dict[str, str]],
                      named: frozenset[str] = frozenset()) -> None:
@@ -271,8 +271,9 @@ def _property_canary(source: str, rel: str, keys: tuple[list[str], list[str]], r
     f2p_keys, p2p_keys = keys
     names, taken, words = naming
     expect, sources, origins = plan
+    source, stable = texts  # the text to copy from, and its stable twin (``plant_canaries``)
     key = rng.choice(f2p_keys or p2p_keys)
-    fn = _property_units(source, named)[key]
+    fn = _property_units(stable, named)[key]
     name = _names_from(names, rng, taken)
     func = _copy(source, fn, name, _check(rng, words, holds=False))
     first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
@@ -630,9 +631,7 @@ def _check(rng: random.Random, words: list[str], holds: bool) -> str:
 
 def _names_from(existing: Iterable[str], rng: random.Random, taken: set[str]) -> str:
     """A test name made of the words of the file's own test names (no vocabulary of ours to spot)."""
-    names = sorted(existing) or ["test"]
-    words = sorted({w for n in names for w in re.split(r"_+", n[4:] if n.startswith("test") else n) if w}) \
-        or list(_WORDS)
+    names, words = _name_words(existing if isinstance(existing, frozenset) else frozenset(existing))
     for attempt in range(10_000):
         k = rng.choice((1, 2, 2, 3)) + attempt // 50  # longer names once the short ones are used up
         name = "test_" + "_".join(rng.choice(words) for _ in range(k))
@@ -704,15 +703,89 @@ def _names_itself(fn: ast.FunctionDef) -> bool:
 
 
 def _words_of(names: Iterable[str]) -> list[str]:
-    return sorted({w for n in names for w in re.split(r"_+", n[4:] if n.startswith("test") else n) if w.isidentifier()})
+    return list(_identifier_words(names if isinstance(names, frozenset) else frozenset(names)))
+
+
+@functools.lru_cache(maxsize=64)
+def _identifier_words(names: frozenset[str]) -> tuple[str, ...]:
+    return tuple(sorted({w for n in names for w in re.split(r"_+", n[4:] if n.startswith("test") else n)
+                         if w.isidentifier()}))
+
+
+@functools.lru_cache(maxsize=64)
+def _name_words(existing: frozenset[str]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The names ``_names_from`` must avoid, and the words it draws from (idna's 6,300 test names were split
+    again for every canary of every grading)."""
+    names = sorted(existing) or ["test"]
+    words = sorted({w for n in names for w in re.split(r"_+", n[4:] if n.startswith("test") else n) if w}) \
+        or list(_WORDS)
+    return frozenset(names), tuple(words)
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What ``plant_canaries`` reads off one hidden file's stable text, once per process (``_facts_of``)."""
+
+    with_sites: frozenset[str]  # units that do not end on their own and have an expected literal (``_sites``)
+    repeatable: frozenset[str]  # units a must-pass copy can repeat (no decorator, ``_names_itself``, ``_first_time_only``)
+    defined: frozenset[str]  # every function and class name of the file
+    tests: frozenset[str]  # its ``test*`` function names
+
+
+@functools.lru_cache(maxsize=16)
+def _facts_of(stable: str, named: frozenset[str], strict: str) -> _Facts:
+    tree = _parse(stable)
+    units, ends_alone = _units_of(stable, named)
+    importing = _importing_helpers(tree)
+    return _Facts(
+        with_sites=frozenset(k for k, (fn, _) in units.items() if k not in ends_alone and _sites(fn, strict)),
+        repeatable=frozenset(k for k, (fn, _) in units.items() if not fn.decorator_list and k not in ends_alone
+                             and not _names_itself(fn) and not _first_time_only(fn, importing)),
+        defined=frozenset(n.name for n in ast.walk(tree) if isinstance(n, (*_FUNCS, ast.ClassDef))),
+        tests=frozenset(n.name for n in ast.walk(tree) if isinstance(n, _FUNCS) and n.name.startswith("test")))
+
+
+_TOKEN = re.compile(r"(['\"])([0-9a-f]{8,32})\1")
+
+
+@dataclass(frozen=True, slots=True)
+class _Volatile:
+    """The per-grading random parts of the hidden files: the strict equality's and the seal's names and the
+    seal tokens. ``stable`` puts a fixed stand-in of the same length in their place: the same file shape at the
+    same lines and columns in every grading, so what is read off it is cached (idna's 1.4 MB test file was
+    parsed and walked again in every grading: half of the parent's CPU while its tests did not run)."""
+
+    names: tuple[str, ...]
+    tokens: frozenset[str]
+
+    @classmethod
+    def of(cls, strict: str, seal: str, tokens: Iterable[str]) -> _Volatile:
+        return cls(tuple(n for n in (strict, seal) if n), frozenset(tokens))
+
+    def stand_in(self, name: str) -> str:
+        return f"{name[:4]}{'0' * (len(name) - 4)}" if len(name) > 4 else name
+
+    def stable(self, text: str) -> str:
+        for name in self.names:
+            text = text.replace(name, self.stand_in(name))
+        if self.tokens:
+            text = _TOKEN.sub(lambda m: m.group(0) if m.group(2) not in self.tokens
+                              else m.group(1) + "0" * len(m.group(2)) + m.group(1), text)
+        return text
 
 
 def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass: Iterable[str] = (),
                    fail_to_pass: Iterable[str] = (), src_root: str = ".", count: int = 12,
                    allowed_plugin_files: Iterable[str] = (), rng: random.Random | None = None,
                    strict_eq: str = "", template: str | None = None, seal: str = "",
-                   uncopied: Iterable[str] = (), unchangeable: Iterable[str] = ()) -> CanaryPlan:
+                   uncopied: Iterable[str] = (), unchangeable: Iterable[str] = (),
+                   tokens: Iterable[str] = ()) -> CanaryPlan:
     """Write canaries and the grading plugin into ``workspace``; return the plan (keep it out of the run).
+
+    ``tokens``: the seal tokens the hidden files hold (``SealPlan.sites``). With ``strict_eq`` and ``seal``
+    they are the only parts of those files that differ between gradings of a task: every reading of a file's
+    shape (its tree, units, sites, names) is done on a text where they are replaced by fixed stand-ins of the
+    same length (``_stable``), once per process, and the real text is only cut and copied.
 
     ``template``: the grading plugin's source (default: ``grading_plugin.py`` next to this file). ``uncopied``:
     tests (collected ids) too slow to copy (``Settings.canary_copy_max_s``; the task's ``provenance["uncopied"]``).
@@ -728,13 +801,17 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
     away = {n.split("::", 1)[0] for n in homes.moved} - {n.split("::", 1)[0] for n in fail_to_pass
                                                           if n not in homes.moved}
     hosts: list[tuple[str, str, ast.Module]] = []
+    stable_of: dict[str, str] = {}
+    volatile = _Volatile.of(strict_eq, seal, tokens)
+    strict = volatile.stand_in(strict_eq)  # the strict equality's name in the stable texts
     for rel in sorted((set(hidden_files) - away) | {n.split("::", 1)[0] for n in f2p}):
         path = workspace / rel
         if path.suffix != ".py" or not path.is_file() or path.is_symlink():
             continue
         try:
             source = path.read_text(encoding="utf-8")
-            tree = _parse(source)
+            stable_of[rel] = volatile.stable(source)
+            tree = _parse(stable_of[rel])
         except (SyntaxError, UnicodeDecodeError, ValueError):
             continue
         hosts.append((rel, source, tree))
@@ -753,21 +830,21 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
     slow = no_copies(homes.homes(uncopied))
     lenient = no_copies(unchangeable)
     loose = homes.loose()
-    twinnable = _twinnable(hosts, f2p, strict_eq, loose | slow | lenient)
+    twinnable = _twinnable([(rel, stable_of[rel], tree) for rel, _, tree in hosts], f2p, strict,
+                           loose | slow | lenient)
     drawn = sorted(twinnable)
     rng.shuffle(drawn)
     blocked = set(drawn[:TWIN_BLOCKS])
     per_block = _copies_per_block(len(blocked))
     for rel, source, tree in hosts:
         named = classes_in(f2p | p2p, rel)
-        units, ends_alone = _units_of(source, named)
+        stable = stable_of[rel]
+        units, ends_alone = _units_of(stable, named)
+        facts = _facts_of(stable, named, strict)
         f2p_ids = {n.split("::", 1)[1].split("[")[0] for n in f2p if n.startswith(rel + "::")}
         p2p_ids = {n.split("::", 1)[1].split("[")[0] for n in p2p if n.startswith(rel + "::")}
         units = {k: v for k, v in units.items() if (rel, k) not in slow}
-        importing = _importing_helpers(tree)
-        passing = [k for k, (fn, _) in sorted(units.items()) if k in p2p_ids and k not in f2p_ids
-                   and not fn.decorator_list and k not in ends_alone and not _names_itself(fn)
-                   and not _first_time_only(fn, importing)]
+        passing = [k for k in sorted(units) if k in p2p_ids and k not in f2p_ids and k in facts.repeatable]
         open_ended = [k for k in sorted(units) if k not in ends_alone]
         # the stub's callers first, else another requested test: a unit nobody asked for may never run here
         # (attrs' ``TestReplace`` is skipped below Python 3.13: a canary copied into it reported skipped,
@@ -782,21 +859,21 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         # must-fail copies of other tests that differ from their original in one expected literal: a check
         # appended to a copy is an assertion over literals that code reading the test file can evaluate
         changeable = [k for k in open_ended if k in p2p_ids and k not in f2p_ids and (rel, k) not in lenient
-                      and _sites(units[k][0], strict_eq)]
-        taken = {n.name for n in ast.walk(tree) if isinstance(n, (*_FUNCS, ast.ClassDef))}
+                      and k in facts.with_sites]
+        taken = set(facts.defined)
         # and every requested test's name: a method a class inherits (a mixin elsewhere) is not in this file,
         # and a canary of that name would replace it
         taken |= {part.split("[")[0] for n in (f2p | p2p) if n.startswith(rel + "::") for part in n.split("::")[1:]}
-        names = {n.name for n in ast.walk(tree) if isinstance(n, _FUNCS) and n.name.startswith("test")}
+        names = facts.tests
         words = _words_of(names)
         inserts: dict[int, list[str]] = {}
         for key in twinned:
-            chance *= _twins(source, units[key][0], key, rel, rng, strict_eq, per_block, (names, taken),
+            chance *= _twins(source, units[key][0], key, rel, rng, strict, per_block, (names, taken),
                              inserts, (expect, sources, origins))
-        props = [k for k in _property_units(source, named) if (rel, k) not in slow and (rel, k) not in loose]
+        props = [k for k in _property_units(stable, named) if (rel, k) not in slow and (rel, k) not in loose]
         f2p_props, p2p_props = [k for k in props if k in f2p_ids], [k for k in props if k in p2p_ids]
         if f2p_props or p2p_props:
-            _property_canary(source, rel, (f2p_props, p2p_props), rng, (names, taken, words), inserts,
+            _property_canary((source, stable), rel, (f2p_props, p2p_props), rng, (names, taken, words), inserts,
                              (expect, sources, origins), named)
         for want in per_host[rel]:
             if want == "pass" and not passing:
@@ -814,7 +891,7 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
                 # earlier point (tomlkit's ``parametrize(..., INVALID_DECODE_CASES)`` above the assignment of
                 # that name broke collection of the whole file, and 2 in 5 gold gradings scored 0)
                 points = [p for p in points if p >= (fn.end_lineno or 0)] or points
-                copies = _mutated(source, fn, [name], rng, strict_eq) if mutate else None
+                copies = _mutated(source, fn, [name], rng, strict) if mutate else None
                 if copies is not None:
                     # right before or right after its original (a pair reads the same either way round)
                     first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
@@ -835,7 +912,7 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         (workspace / rel).write_text(_with_inserts(source, inserts), encoding="utf-8")
         files.append(rel)
     standalone = _standalone_path(workspace, hosts, rng)
-    host_names = {n.name for _, _, t in hosts for n in ast.walk(t) if isinstance(n, _FUNCS) and n.name.startswith("test")}
+    host_names = frozenset().union(*(_facts_of(stable_of[rel], frozenset(), strict).tests for rel, _, _ in hosts))
     words = _words_of(host_names)
     chunks = []
     taken_names: set[str] = set()
