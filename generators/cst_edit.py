@@ -10,6 +10,7 @@ is the safety net: names the edit unbound that the remaining code still uses.
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
 import re
 from collections.abc import Callable, Mapping
@@ -95,7 +96,8 @@ class _Editor(cst.CSTTransformer):
         self.names.append(node.name.value)
         start = self._line(node.decorators[0]) if node.decorators else self._line(node)
         end = self.pos[node].end.line
-        return any(start <= line <= end for line in self.lines)
+        at = bisect.bisect_left(self.lines, start)  # sorted: idna's hiding removes 6,300 tests from one file
+        return at < len(self.lines) and self.lines[at] <= end
 
     def _leave_def(self, original: cst.FunctionDef | cst.ClassDef,
                    updated: cst.FunctionDef | cst.ClassDef) -> cst.BaseStatement | cst.RemovalSentinel:
