@@ -13,6 +13,8 @@ import random
 import secrets
 from pathlib import Path
 
+import pytest
+
 from taskforge.core import pyparse
 from taskforge.reward import canaries
 from taskforge.reward.seals import SealSite, seal_source
@@ -79,3 +81,30 @@ def test_a_literal_that_looks_like_a_token_is_left_as_it_is() -> None:
     stable = volatile.stable(text)
     assert len(stable) == len(text) and stable.splitlines()[1] == "y = 'ffffffffffff'"
     assert "a1b2c3d4e5f6" not in stable and "_tfqabcdefabcd" not in stable
+
+
+def test_another_candidate_reads_only_the_units_its_seals_changed(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Candidates of one repository seal different assertions of the same file: its text differs, most of its
+    units do not, and what a unit's own text decides is read once (``_unit_fact``)."""
+    def workspace(sealed: range) -> tuple[Path, str, str, tuple[str, ...]]:
+        ws = tmp_path / f"ws-{secrets.token_hex(3)}"
+        (ws / "tests").mkdir(parents=True)
+        strict, seal = f"_tfq{secrets.token_hex(5)}", f"_tfs{secrets.token_hex(5)}"
+        tokens: dict[str, SealSite] = {}
+        text = seal_source(TESTS, "tests/test_pkg.py", {f"test_value_{i}": None for i in sealed}, seal,
+                           tokens=tokens, transform=lambda t: strict_source(t, strict))
+        (ws / "tests" / "test_pkg.py").write_text(text)
+        return ws, strict, seal, tuple(tokens)
+
+    _plant(*workspace(range(0, 40, 2)), seed=3)
+    ends = canaries._ends_on_its_own
+    read: list[str] = []
+
+    def counting(fn):  # type: ignore[no-untyped-def]
+        read.append(fn.name)
+        return ends(fn)
+
+    monkeypatch.setattr(canaries, "_ends_on_its_own", counting)
+    _plant(*workspace(range(0, 40, 4)), seed=4)
+    assert sorted(read) == sorted(f"test_value_{i}" for i in range(2, 40, 4))  # the 10 units now unsealed
