@@ -46,6 +46,7 @@ import random
 import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeGuard
@@ -255,7 +256,7 @@ def _property_units(source: str, named: frozenset[str] = frozenset()) -> dict[st
 
 
 def _property_canary(texts: tuple[str, str], rel: str, keys: tuple[list[str], list[str]], rng: random.Random,
-                     naming: tuple[set[str], set[str], list[str]], inserts: dict[int, list[str]],
+                     naming: tuple[AbstractSet[str], set[str], list[str]], inserts: dict[int, list[str]],
                      plan: tuple[dict[str, str], dict[str, str], dict[str, str]],
                      named: frozenset[str] = frozenset()) -> None:
     """Plant one must-fail copy of a property test of ``rel`` (a FAIL_TO_PASS one first, ``keys``), with an
@@ -1051,7 +1052,7 @@ def _copies_per_block(blocks: int) -> int:
 
 
 def _twins(source: str, fn: ast.FunctionDef, key: str, rel: str, rng: random.Random, strict: str, count: int,
-           naming: tuple[set[str], set[str]], inserts: dict[int, list[str]],
+           naming: tuple[AbstractSet[str], set[str]], inserts: dict[int, list[str]],
            plan: tuple[dict[str, str], dict[str, str], dict[str, str]]) -> float:
     """Plant ``count`` must-fail copies of the stub caller ``fn`` (``_mutated``; fewer when its literal has
     fewer values one character away: a digit has 8) around it: a drawn number of them right before it, the rest right
