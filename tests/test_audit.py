@@ -372,3 +372,23 @@ def test_nested_git_store_in_workspace_and_vcs_checkout_in_env(task: LeakTask, t
     (env / "src" / "minipkg" / task.module).write_text("x = 1\n")
     hits = _audit(task, env_dir=env).hits
     assert [h.channel for h in hits] == ["environment"] and hits[0].path.startswith("src/minipkg/.git:")
+
+
+def test_cli_audit_of_a_venv_reads_its_standard_library_too(tmp_path: Path) -> None:
+    """``--env-dir VENV`` audits as generate does: the venv and the interpreter's standard library (channel
+    ``interpreter``: zipfile holds zipp's code, and no sandbox can hide it)."""
+    import sys
+
+    import typer
+    from typer.testing import CliRunner
+
+    from taskforge.cli import audit_cmd
+
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    audit_cmd.register(app)
+    root = _cli_dataset(tmp_path, False)
+    result = CliRunner().invoke(app, ["audit", str(root), "--json", "--env-dir", sys.prefix])
+    row = json.loads(result.stdout.strip().splitlines()[-1])["results"]["mini__delete__mini.calc.mul-1a2b3c4d"]
+    assert row["channels"] == ["workspace", "git", "environment", "interpreter"], result.output
+    assert result.exit_code == 0 and row["passed"], result.output

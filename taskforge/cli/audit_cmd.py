@@ -29,6 +29,7 @@ def reaudit(data: Any, task: Task, *, env_dir: Path | None = None, image: Any = 
     ``image``: the task's environment image; the layers of the base image it records in its label
     are not searched (as in ``generate``); ``image_cache``: where image layers are extracted once.
     """
+    from sandboxes import isolation
     from taskforge.audit.audit import audit_task_workspace
     from taskforge.audit.fingerprints import entity_sources_in_tree
     from taskforge.audit.scrub import scrub_workspace
@@ -40,9 +41,11 @@ def reaudit(data: Any, task: Task, *, env_dir: Path | None = None, image: Any = 
         missing = [q for q in task.entities if q not in deleted]
         scrub_workspace(workspace, task.entities, git_mode=git_mode)
         base = _recorded_base(image, docker_client) if image is not None else None
+        stdlib = isolation.python_stdlib(env_dir) if env_dir is not None else None  # as generate audits a venv
         result = audit_task_workspace(workspace, deleted, env_dir=env_dir, image=image,
                                       docker_client=docker_client, allowed_text=[task.problem_statement],
-                                      image_cache=image_cache, base_image=base)
+                                      image_cache=image_cache, base_image=base,
+                                      stdlib=stdlib[0] if stdlib else None, stdlib_skip=stdlib[1] if stdlib else ())
     if missing:  # cannot fingerprint what cannot be found: the audit cannot prove the task clean
         hit = LeakHit("workspace", "", f"source of {', '.join(missing)} not found in the original tree")
         result = AuditResult(result.channels, (*result.hits, hit), result.fingerprints, result.seconds)
