@@ -14,7 +14,8 @@ from __future__ import annotations
 import ast
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 _LOCK = threading.Lock()
@@ -25,6 +26,15 @@ def parse(source: str | bytes, filename: str = "<unknown>", mode: str = "exec") 
     """``ast.parse(source, filename, mode)`` under the process-wide lock."""
     with _LOCK:
         return ast.parse(source, filename, mode)
+
+
+def parse_files(root: Path, rels: Iterable[str]) -> Iterator[tuple[str, ast.Module]]:
+    """``(rel, tree)`` of each file ``root/rel`` that reads as UTF-8 and parses; the others are left out."""
+    for rel in rels:
+        try:
+            yield rel, parse((root / rel).read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            continue
 
 
 def literal_eval(node_or_string: str | ast.AST) -> Any:

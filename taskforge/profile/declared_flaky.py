@@ -22,11 +22,7 @@ from taskforge.profile.baseline import Baseline
 def declared_flaky(repo: Path, test_files: Iterable[str]) -> frozenset[str]:
     """``file::Class::func``, ``file::func`` (or ``file`` for a whole module) of every test marked flaky."""
     out: set[str] = set()
-    for rel in test_files:
-        try:
-            tree = pyparse.parse((Path(repo) / rel).read_text(encoding="utf-8"))
-        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
-            continue
+    for rel, tree in pyparse.parse_files(Path(repo), test_files):
         if any(_flaky(v) for n in tree.body if isinstance(n, ast.Assign)
                and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in n.targets)
                for v in _items(n.value)):

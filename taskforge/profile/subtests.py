@@ -23,11 +23,7 @@ from taskforge.profile.baseline import Baseline
 def subtest_functions(repo: Path, test_files: Iterable[str]) -> frozenset[str]:
     """``file::Class::func`` / ``file::func`` of every test function that uses subtests."""
     out: set[str] = set()
-    for rel in test_files:
-        try:
-            tree = pyparse.parse((Path(repo) / rel).read_text(encoding="utf-8"))
-        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
-            continue
+    for rel, tree in pyparse.parse_files(Path(repo), test_files):
         _walk(tree, rel, (), out)
     return frozenset(out)
 
