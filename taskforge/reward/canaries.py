@@ -731,8 +731,6 @@ class _Facts:
 
     with_sites: frozenset[str]  # units that do not end on their own and have an expected literal (``_sites``)
     repeatable: frozenset[str]  # units a must-pass copy can repeat (no decorator, ``_names_itself``, ``_first_time_only``)
-    defined: frozenset[str]  # every function and class name of the file
-    tests: frozenset[str]  # its ``test*`` function names
 
 
 @functools.lru_cache(maxsize=16)
@@ -747,8 +745,7 @@ def _facts_of(stable: str, named: frozenset[str], strict: str) -> _Facts:
                              and _unit_fact(texts[k], ("sites", strict), fn, lambda f: bool(_sites(f, strict)))),
         repeatable=frozenset(k for k, (fn, _) in units.items() if not fn.decorator_list and k not in ends_alone
                              and _unit_fact(texts[k], ("repeats", importing), fn, lambda f: not _names_itself(f)
-                                            and not _first_time_only(f, importing))),
-        defined=_names_in(stable)[0], tests=_names_in(stable)[1])
+                                            and not _first_time_only(f, importing))))
 
 
 _DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.M)
@@ -901,11 +898,11 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         # appended to a copy is an assertion over literals that code reading the test file can evaluate
         changeable = [k for k in open_ended if k in p2p_ids and k not in f2p_ids and (rel, k) not in lenient
                       and k in facts.with_sites]
-        taken = set(facts.defined)
+        defined, names = _names_in(stable)
+        taken = set(defined)
         # and every requested test's name: a method a class inherits (a mixin elsewhere) is not in this file,
         # and a canary of that name would replace it
         taken |= {part.split("[")[0] for n in (f2p | p2p) if n.startswith(rel + "::") for part in n.split("::")[1:]}
-        names = facts.tests
         words = _words_of(names)
         inserts: dict[int, list[str]] = {}
         for key in twinned:
