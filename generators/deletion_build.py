@@ -15,10 +15,43 @@ import libcst as cst
 from generators import cst_edit, cst_metrics
 from generators.deletion import Deletion, removed_lines
 from generators.static_index import StaticIndex, contains
+from taskforge.core import pyparse
+from taskforge.core.definitions import definitions
 from taskforge.core.entities import Entity, Reference
 from taskforge.core.outcomes import Rejected, RejectReason
 
 USE_KINDS = frozenset({"call", "name", "attribute"})
+
+
+def stub_keys(e: Entity, source: str) -> list[cst_edit.DefKey]:
+    """The definitions whose bodies a stub of ``e`` replaces (``source``: its file): the implementation, and
+    each alternate implementation that holds code (of an ``if``/``else`` pair, the branch left alone would be
+    the answer in the agent's workspace).
+
+    ``@overload`` declarations stay as written: their bodies are ``...`` already, and their signatures are
+    the interface, which a stub keeps by design (as it keeps the implementation's signature and docstring).
+    A property's setter and deleter stay too: functions of their own, none of the getter's code.
+    """
+    keys = [(e.qualname, e.start_line)]
+    if e.alternates:
+        try:
+            code = {d.start_line for d in definitions(pyparse.parse(source)) if d.holds_code}
+        except SyntaxError:  # libcst read it for the index; then stub them all (``build`` reports what fails)
+            code = {a.start_line for a in e.alternates}
+        keys += [(e.qualname, a.start_line) for a in e.alternates if a.start_line in code]
+    return keys
+
+
+def removal_keys(e: Entity) -> list[cst_edit.DefKey]:
+    """Every definition of ``e``'s name: a deletion removes them all.
+
+    The ``@overload`` declarations go with the implementation. Left behind, they would describe the deleted
+    API to the agent and keep its name bound (``typing.overload`` binds a function that raises
+    ``NotImplementedError``): imports of the name would still work, unlike every other deletion, and
+    ``Deletion.removed`` would be wrong. A property's setter and deleter go with the getter: ``@x.setter``
+    with no ``x`` left fails the class body at import. The alternates go, as a stub stubs them.
+    """
+    return [(e.qualname, start) for start, _end in e.spans]
 
 
 def top_level(entities: Iterable[Entity], index: StaticIndex) -> list[Entity]:

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from generators import cst_edit
 from generators.deletion import Deletion
-from generators.deletion_build import module_name_of
+from generators.deletion_build import module_name_of, stub_keys
 from generators.static_index import StaticIndex
 from taskforge.core.entities import Entity, EntityKind
 
@@ -44,14 +45,16 @@ def stub_refusal(dep: Entity | None, used: str, where: str, index: StaticIndex) 
     return ""
 
 
-def stub_edits(edits: Mapping[str, cst_edit.FileEdit], stubbed: list[Entity], index: StaticIndex
-               ) -> dict[str, cst_edit.FileEdit]:
-    """``edits`` plus, per file, the bodies of ``stubbed`` replaced by ``raise NotImplementedError``."""
+def stub_edits(edits: Mapping[str, cst_edit.FileEdit], stubbed: list[Entity], index: StaticIndex,
+               repo_root: Path) -> dict[str, cst_edit.FileEdit]:
+    """``edits`` plus, per file, the bodies of ``stubbed`` replaced by ``raise NotImplementedError`` (each
+    definition that holds their code, as ``strategy_stub`` does: ``deletion_build.stub_keys``)."""
     out = dict(edits)
     for e in stubbed:
         base = out.get(e.file) or cst_edit.FileEdit(module=module_name_of(e.file, index),
                                                     is_package=e.file.endswith("__init__.py"))
-        bodies = {**base.replace_bodies, (e.qualname, e.start_line): cst_edit.raise_not_implemented}
+        source = (Path(repo_root) / e.file).read_text(encoding="utf-8") if e.alternates else ""
+        bodies = {**base.replace_bodies, **dict.fromkeys(stub_keys(e, source), cst_edit.raise_not_implemented)}
         out[e.file] = replace(base, replace_bodies=bodies)
     return out
 

@@ -24,10 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from generators.index_visitor import FileFacts, RawRef, index_file
-from taskforge.core.entities import Entity, EntityKind, Reference
+from generators.redefinitions import merge_definitions
+from taskforge.core.entities import DefinitionRole, Entity, EntityKind, Reference
 from taskforge.core.environment import EnvSpec
 
-INDEX_VERSION = 1
+# 2: an overloaded or redefined name is its implementation, with ``Entity.other_definitions``
+# (a version-1 index describes such a name by its first ``def``: often an ``@overload`` stub)
+INDEX_VERSION = 2
 
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "env", ".tox", ".nox", "build", "dist",
                         "node_modules", "__pycache__", "site-packages", ".eggs", ".mypy_cache",
@@ -94,12 +97,13 @@ class StaticIndex:
                      and not self.ref_inside(r, owner))
 
     def ref_inside(self, ref: Reference, owner: Entity) -> bool:
-        """Whether ``ref`` lies inside the definition of ``owner`` (same file, within its lines)."""
+        """Whether ``ref`` lies inside a definition of ``owner`` (same file, within the lines of its
+        implementation or of another ``def`` of its name: an overload's annotations, a property's setter)."""
         if ref.file != owner.file:
             return False
         if owner.kind is EntityKind.MODULE:
             return True
-        return owner.start_line <= ref.line <= owner.end_line
+        return any(start <= ref.line <= end for start, end in owner.spans)
 
     def dependencies(self, qualname: str, kinds: Iterable[str] | None = None) -> tuple[str, ...]:
         """Entities that the code of ``qualname`` references (itself and its members excluded)."""
@@ -187,11 +191,17 @@ class StaticIndex:
         if owner.kind is EntityKind.CLASS:  # class body, unless inside one of its methods
             return not any(m.kind is EntityKind.METHOD and m.start_line <= r.line <= m.end_line
                            for m in self.members(owner.qualname))
-        if not (r.line < owner.body_start and r.line < owner.end_line):
+        body_start, end, decorated = owner.body_start, owner.end_line, bool(owner.decorators)
+        for o in owner.other_definitions:  # in another def of the name: the header is that def's
+            if o.start_line <= r.line <= o.end_line:
+                # ``@overload`` and ``@x.setter`` run nothing of the project; an alternate's decorators are not
+                # recorded, so they count (a seed too many refuses a stub; one too few breaks the import)
+                body_start, end, decorated = o.body_start, o.end_line, o.role is DefinitionRole.ALTERNATE
+        if not (r.line < body_start and r.line < end):
             return False
         # the header: decorators run; a bare name in a default or an annotation is only evaluated (pycparser 3.12's
         # ``lexer: type[CLexer] = CLexer`` constructs no lexer), so it seeds nothing unless decorators share the header
-        return r.kind != "name" or bool(owner.decorators)
+        return r.kind != "name" or decorated
 
     # -- serialisation ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -330,13 +340,12 @@ def build_index(repo_root: Path, spec: EnvSpec) -> StaticIndex:
 
 
 def _assemble(facts: list[FileFacts], errors: list[str]) -> StaticIndex:
-    drafts: dict[str, Entity] = {}
+    # a name defined several times in one scope (``@overload``s, a setter, ``if``/``else``) is its implementation
+    drafts: dict[str, Entity] = merge_definitions(e for f in facts for e in f.entities)
     aliases: dict[str, str] = {}
     bases: dict[str, tuple[str, ...]] = {}
     stars: dict[str, list[str]] = defaultdict(list)  # module -> modules it star-imports (``from .m import *``)
     for f in facts:
-        for e in f.entities:
-            drafts.setdefault(e.qualname, e)
         aliases.update(f.aliases)
         bases.update(f.class_bases)
         if not f.is_test and f.module:

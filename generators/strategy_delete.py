@@ -25,7 +25,7 @@ from pathlib import Path
 
 from generators import cst_edit
 from generators.deletion import Deletion
-from generators.deletion_build import USE_KINDS, build, is_use, module_name_of, top_level
+from generators.deletion_build import USE_KINDS, build, is_use, module_name_of, removal_keys, top_level
 from generators.dependent_stubs import MAX_STUBBED, stub_edits, stub_refusal
 from generators.static_index import StaticIndex
 from taskforge.core.entities import Entity, EntityKind, Reference
@@ -57,7 +57,7 @@ class DeleteStrategy:
             return plan
         deleted, dependents, helpers, stubbed = plan
         edits = deletion_edits([index.entity(q) for q in deleted], index)
-        edits = stub_edits(edits, [index.entity(q) for q in stubbed], index)
+        edits = stub_edits(edits, [index.entity(q) for q in stubbed], index, repo_root)
         notes = _dynamic_notes(deleted, index)
         return build(self.name, entity, [*deleted, *stubbed], index, repo_root, edits, dependents=dependents,
                      helpers=helpers, notes=notes, candidate_id=cid, stubbed=stubbed)
@@ -186,7 +186,7 @@ def deletion_edits(entities: list[Entity], index: StaticIndex) -> dict[str, cst_
     imports: dict[str, dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))
     all_names: dict[str, set[str]] = defaultdict(set)
     for e in top_level(entities, index):
-        remove_defs[e.file].add((e.qualname, e.start_line))
+        remove_defs[e.file].update(removal_keys(e))  # overload declarations and setters too
     for e in entities:
         short = e.qualname.rsplit(".", 1)[-1]
         for r in e.references:

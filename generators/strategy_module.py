@@ -53,7 +53,7 @@ class ModuleStrategy:
             base = edits.get(f) or cst_edit.FileEdit(module=_module_of(f, index),
                                                      is_package=f.endswith("__init__.py"))
             edits[f] = replace(base, remove_import_modules=base.remove_import_modules | {entity.qualname})
-        edits = stub_edits(edits, [index.entity(q) for q in stubbed], index)
+        edits = stub_edits(edits, [index.entity(q) for q in stubbed], index, repo_root)
         return build(self.name, entity, [*deleted, *stubbed], index, repo_root, edits, delete_files=[entity.file],
                      dependents=dependents, helpers=helpers, candidate_id=cid, stubbed=stubbed)
 

@@ -2,6 +2,8 @@
 
 A function or method keeps its decorators, signature and docstring; its body becomes
 ``raise NotImplementedError``. For a class, every method of it (nested classes included) is stubbed.
+A name defined several times keeps its ``@overload`` declarations and property setter as written; every
+other definition that holds code is stubbed with it (``deletion_build.stub_keys``).
 Everything else in the file keeps its bytes; imports that only the old bodies used are removed.
 """
 
@@ -11,7 +13,7 @@ from pathlib import Path
 
 from generators import cst_edit
 from generators.deletion import Deletion
-from generators.deletion_build import build, module_name_of
+from generators.deletion_build import build, module_name_of, stub_keys
 from generators.static_index import StaticIndex
 from taskforge.core.entities import Entity, EntityKind
 from taskforge.core.outcomes import Rejected, RejectReason
@@ -48,7 +50,7 @@ class StubStrategy:
                             f"{', '.join(runs)} run(s) when the package is imported; a stub would break imports")
         edit = cst_edit.FileEdit(
             module=module_name_of(entity.file, index),
-            replace_bodies={(t.qualname, t.start_line): cst_edit.raise_not_implemented for t in targets},
+            replace_bodies={key: cst_edit.raise_not_implemented for t in targets for key in stub_keys(t, source)},
         )
         return build(self.name, entity, [t.qualname for t in targets], index, repo_root, {entity.file: edit},
                      candidate_id=cid)

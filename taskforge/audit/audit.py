@@ -3,9 +3,10 @@
 Channels searched (each a ``LeakHit.channel``):
 
 - ``workspace``: every file of the agent's workspace except ``.git`` (text, HTML, ``.pyc``, archives);
-  plus two rules that need no body: a type-checker cache (``.mypy_cache``, ``.pytype``, ``.pyre``...,
-  derived from the original code: it holds the deleted signatures and types) and a stub (``.pyi``)
-  that still declares a deleted entity.
+  plus three rules that need no body: a type-checker cache (``.mypy_cache``, ``.pytype``, ``.pyre``...,
+  derived from the original code: it holds the deleted signatures and types), a stub (``.pyi``)
+  that still declares a deleted entity, and a definition of a deleted or stubbed name that still holds
+  code (``live_defs``: it does not depend on which source the caller fingerprinted).
 - ``git``: every object in the workspace's git store, reachable or not, loose or packed
   (``git cat-file --batch-all-objects``): history, reflog, stash, tags and dangling objects all live
   there; plus remotes, alternates and ``.git`` files that point at another object store.
@@ -40,6 +41,7 @@ from taskforge.audit.fingerprints import FingerprintSet, fingerprint
 from taskforge.audit.git_objects import GitStoreUnreadable, iter_git_objects, pointer_hits
 from taskforge.audit.image_layers import SavedImage, base_layer_ids, cached_image_layers
 from taskforge.audit.leak_scan import BlobHit, Scanner
+from taskforge.audit.live_defs import live_definitions
 from taskforge.audit.scrub import TYPECHECKER_CACHES, is_artefact_dir, stub_declarations
 from taskforge.core.task import AuditResult, LeakHit
 
@@ -53,8 +55,11 @@ def audit_task_workspace(workspace: Path | str, deleted_sources: Mapping[str, st
                          allowed_text: Iterable[str] = (), docker_client: Any = None,
                          image_cache: Path | str | None = None, base_image: Any = None,
                          env_index: Any = None, stdlib: Path | str | None = None,
-                         stdlib_skip: Iterable[str] = (), stdlib_index: Any = None) -> AuditResult:
-    """Fingerprint ``deleted_sources`` (qualname -> original source) against the workspace, then audit.
+                         stdlib_skip: Iterable[str] = (), stdlib_index: Any = None,
+                         src_roots: Iterable[str] = (".",)) -> AuditResult:
+    """Fingerprint ``deleted_sources`` (qualname -> original source) against the workspace, then audit;
+    first, every definition of those names left in the workspace must hold no code (``live_defs``; the
+    modules are found under ``src_roots``, as the qualified names were made).
 
     ``allowed_text``: what the agent is given anyway (problem statement); fingerprints in it are
     dropped. ``env_dir``: the virtualenv (local sandbox); ``image``: an image tag or docker SDK
@@ -67,11 +72,13 @@ def audit_task_workspace(workspace: Path | str, deleted_sources: Mapping[str, st
     """
     start = time.perf_counter()
     workspace = Path(workspace)
+    # first, and needing no fingerprint: the fingerprints find a body left in place only when given that body
+    live = tuple(live_definitions(workspace, deleted_sources, src_roots))
     fps = fingerprint(deleted_sources, _remaining_code(workspace), allowed_text)
     result = audit(workspace, fps, env_dir=env_dir, image=image, docker_client=docker_client,
                    image_cache=image_cache, base_image=base_image, env_index=env_index, stdlib=stdlib,
                    stdlib_skip=stdlib_skip, stdlib_index=stdlib_index)
-    return AuditResult(result.channels, result.hits, result.fingerprints, time.perf_counter() - start)
+    return AuditResult(result.channels, (*live, *result.hits), result.fingerprints, time.perf_counter() - start)
 
 
 def audit(workspace: Path | None, fps: FingerprintSet, *, env_dir: Path | str | None = None,

@@ -36,6 +36,7 @@ from typing import Any
 import ahocorasick_rs
 
 from taskforge.core import pyparse
+from taskforge.core.definitions import implementations, named
 
 NGRAM = 10  # tokens per n-gram fingerprint
 MIN_LINE_CHARS = 12  # a squashed line shorter than this is not distinctive
@@ -424,47 +425,45 @@ def entity_sources(read: Callable[[str], str | None], qualnames: Iterable[str],
     source root); the rest is walked in its AST (classes, then the def), decorators included. A
     module entity gives the whole file. Entities not found are left out.
     """
-    roots = [r.strip("/") for r in src_roots if r.strip("/") not in ("", ".")] + [""]
     out: dict[str, str] = {}
     for qualname in qualnames:
-        parts = qualname.split(".")
-        for i in range(len(parts), 0, -1):
-            text = _module_text(read, roots, parts[:i])
-            if text is None:
-                continue
-            found = text if i == len(parts) else _segment(text, parts[i:])
-            if found:
-                out[qualname] = found
-            break
+        found = locate(read, qualname, src_roots)
+        if found is None:
+            continue
+        _rel, text, inner = found
+        code = _segment(text, inner) if inner else text
+        if code:
+            out[qualname] = code
     return out
 
 
-def _module_text(read: Callable[[str], str | None], roots: list[str], mod: list[str]) -> str | None:
-    for root in roots:
-        base = "/".join([root, *mod]) if root else "/".join(mod)
-        for rel in (f"{base}.py", f"{base}/__init__.py"):
-            text = read(rel)
-            if text is not None:
-                return text
+def locate(read: Callable[[str], str | None], qualname: str, src_roots: Iterable[str] = (".",)
+           ) -> tuple[str, str, tuple[str, ...]] | None:
+    """``(file, its text, the names inside it)`` of ``qualname``: the longest dotted prefix that is a module
+    file (``a/b.py`` or ``a/b/__init__.py`` under a source root); ``()`` inside for a module itself."""
+    roots = [r.strip("/") for r in src_roots if r.strip("/") not in ("", ".")] + [""]
+    parts = qualname.split(".")
+    for i in range(len(parts), 0, -1):
+        for root in roots:
+            base = "/".join([root, *parts[:i]]) if root else "/".join(parts[:i])
+            for rel in (f"{base}.py", f"{base}/__init__.py"):
+                text = read(rel)
+                if text is not None:
+                    return rel, text, tuple(parts[i:])
     return None
 
 
-def _segment(text: str, path: list[str]) -> str:
+def _segment(text: str, path: tuple[str, ...]) -> str:
+    """The implementations of ``path`` in ``text``, dedented, in file order, as the index takes them
+    (``Entity.source_in``): of an overloaded name, not the first ``def`` (an ``@overload`` declaration, nothing
+    to fingerprint) but the implementation; of an ``if``/``else`` pair, both. Declarations and a property's
+    setter are left out: a stub keeps them, and their lines in the remaining file would look like a copy."""
     try:
-        body: list[ast.stmt] = pyparse.parse(text).body
+        found = implementations(named(pyparse.parse(text), path))
     except SyntaxError:
         return ""
     lines = text.splitlines(keepends=True)
-    node: ast.stmt | None = None
-    for name in path:
-        node = next((n for n in body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-                     and n.name == name), None)
-        if node is None:
-            return ""
-        body = node.body
-    assert node is not None
-    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-    return textwrap.dedent("".join(lines[first - 1:node.end_lineno]))
+    return "".join(textwrap.dedent("".join(lines[d.start_line - 1:d.end_line])) for d in found)
 
 
 def entity_sources_in_tree(root: Path | str, qualnames: Iterable[str],

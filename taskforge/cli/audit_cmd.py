@@ -45,7 +45,8 @@ def reaudit(data: Any, task: Task, *, env_dir: Path | None = None, image: Any = 
         result = audit_task_workspace(workspace, deleted, env_dir=env_dir, image=image,
                                       docker_client=docker_client, allowed_text=[task.problem_statement],
                                       image_cache=image_cache, base_image=base,
-                                      stdlib=stdlib[0] if stdlib else None, stdlib_skip=stdlib[1] if stdlib else ())
+                                      stdlib=stdlib[0] if stdlib else None, stdlib_skip=stdlib[1] if stdlib else (),
+                                      src_roots=task.env_spec.src_roots)
     if missing:  # cannot fingerprint what cannot be found: the audit cannot prove the task clean
         hit = LeakHit("workspace", "", f"source of {', '.join(missing)} not found in the original tree")
         result = AuditResult(result.channels, (*result.hits, hit), result.fingerprints, result.seconds)

@@ -105,8 +105,10 @@ class CoverageMap:
         return tests if among is None else tests & frozenset(among)
 
     def tests_for_entity(self, entity: Entity, among: Iterable[str] | None = None) -> frozenset[str]:
-        """Tests that executed the entity's *body* (not just its ``def`` line)."""
-        return self.tests_for_lines(entity.file, entity.body_start, entity.body_end, among)
+        """Tests that executed the entity's *body* (not just its ``def`` line), or the body of one of its
+        alternates (``if``/``else`` implementations: the one this Python runs may be either)."""
+        return frozenset().union(*(self.tests_for_lines(entity.file, start, end, among)
+                                   for start, end in entity.body_spans))
 
     def covered_lines(self, file: str) -> frozenset[int]:
         return frozenset(self.lines.get(file, {}))
@@ -205,7 +207,7 @@ def coverage_percent(coverage: CoverageMap, entities: Iterable[Entity],
         if e.kind.value not in ("function", "method"):
             continue
         stmts = statements.get(e.file, frozenset())
-        total.update((e.file, ln) for ln in range(e.body_start, e.body_end + 1) if ln in stmts)
+        total.update((e.file, ln) for start, end in e.body_spans for ln in range(start, end + 1) if ln in stmts)
     if not total:
         return 0.0
     hit = sum(1 for f, ln in total if ln in coverage.lines.get(f, {}))
@@ -213,4 +215,4 @@ def coverage_percent(coverage: CoverageMap, entities: Iterable[Entity],
 
 
 def _ran(where: Mapping[str, frozenset[int]], entity: Entity) -> bool:
-    return any(entity.body_start <= ln <= entity.body_end for ln in where.get(entity.file, frozenset()))
+    return any(start <= ln <= end for ln in where.get(entity.file, frozenset()) for start, end in entity.body_spans)

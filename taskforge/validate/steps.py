@@ -796,7 +796,8 @@ class _Validation:
                                     allowed_text=(task.problem_statement,),
                                     image_cache=Path(self.settings.work_dir) / "audit-images",
                                     base_image=files.base_image, env_index=index, stdlib=files.stdlib,
-                                    stdlib_skip=files.stdlib_skip, stdlib_index=stdlib_index)
+                                    stdlib_skip=files.stdlib_skip, stdlib_index=stdlib_index,
+                                    src_roots=self.profile.spec.src_roots)
 
 
 def _first_of_each_file(tests: tuple[str, ...]) -> tuple[str, ...]:

@@ -56,8 +56,7 @@ def entity_source(deletion: Any, qualname: str, index: Any) -> str:
     text = deletion.files_before.get(e.file)
     if not text:
         return ""
-    lines = text.splitlines(keepends=True)
-    return "".join(lines[e.start_line - 1:e.end_line])
+    return e.source_in(text.splitlines(keepends=True))
 
 
 def make_instance_id(name: str, version: str, strategy: str, target: str, patches: Any) -> str:

@@ -62,7 +62,7 @@ def environment_index(profile_dir: str, env_dir: str, skip: tuple[str, ...] = ()
                 lines_of[e.file] = (profile.repo_dir / e.file).read_text(encoding="utf-8").splitlines(keepends=True)
             except (OSError, UnicodeDecodeError):
                 lines_of[e.file] = []
-        text = "".join(lines_of[e.file][e.start_line - 1:e.end_line])
+        text = e.source_in(lines_of[e.file])  # as ``task_record.entity_source``: the index then covers the audit
         if text:
             sources[e.qualname] = text
     return EnvironmentIndex.build(Path(env_dir), sources, skip)
