@@ -39,6 +39,11 @@ of the check into a failed test.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
 _CONFIG = "__TASKFORGE_GRADING_CONFIG__"
 
 
@@ -107,40 +112,40 @@ def _build() -> dict:  # type: ignore[type-arg]
     # MRO that is one of them is its base (bool: int's ``__eq__``, so never converted)
     plain_bases = (str, bytes, bytearray, int, float, complex, tuple, list, dict, set, frozenset)
 
-    def decoy(other: object, depth: int = 0) -> object:
+    def decoy(other: Any, depth: int = 0) -> Any:
         """A value like ``other`` (same plain type and shape) with other content: what an honest value equal to
         ``other`` does not equal. A lying ``__eq__`` cannot tell it from the real expected value by its class
         (red team, session 40: a ``tuple`` subclass said True to everything but the plugin's sentinel class)."""
         token = os.urandom(8).hex()  # (os: a workspace ``secrets.py`` would shadow an import made here)
         kind = type(other)
         if kind is str:
-            return other + token  # type: ignore[operator]
+            return other + token
         if kind is bytes:
-            return other + token.encode()  # type: ignore[operator]
+            return other + token.encode()
         if kind is int:
-            return other + int.from_bytes(os.urandom(6), "big") + 1  # type: ignore[operator]
-        if kind is float and other == other and abs(other) < 1e300:  # type: ignore[arg-type]
-            return other + 1.0 + abs(other)  # type: ignore[operator]
+            return other + int.from_bytes(os.urandom(6), "big") + 1
+        if kind is float and other == other and abs(other) < 1e300:
+            return other + 1.0 + abs(other)
         if kind in (tuple, list) and depth < 3:
-            items = list(other)  # type: ignore[call-overload]
+            items = list(other)
             return kind([*items[:-1], decoy(items[-1], depth + 1)] if items else [token])
         if kind is dict:
-            return {**other, token: token}  # type: ignore[dict-item]
+            return {**other, token: token}
         if kind in (set, frozenset):
-            return kind([*other, token])  # type: ignore[call-overload]
+            return kind([*other, token])
         return token
 
-    def suspect(value: object, other: object = None, depth: int = 0) -> bool:
+    def suspect(value: Any, other: Any = None, depth: int = 0) -> bool:
         """An instance of a workspace class that equals a decoy of the value it was compared with (or holds
         one, shallowly): honest values do not equal content they were never given."""
         kind = type(value)
         if kind in honest_types or depth > 3:
             return False
         if kind in (list, tuple, set, frozenset):
-            return any(suspect(v, None, depth + 1) for v in list(value)[:1000])  # type: ignore[call-overload]
+            return any(suspect(v, None, depth + 1) for v in list(value)[:1000])
         if kind is dict:
             return any(suspect(k, None, depth + 1) or suspect(v, None, depth + 1)
-                       for k, v in list(value.items())[:1000])  # type: ignore[attr-defined]
+                       for k, v in list(value.items())[:1000])
         module = sys.modules.get(getattr(kind, "__module__", "") or "")
         if not inside(getattr(module, "__file__", None) or "/"):
             return False
@@ -152,7 +157,7 @@ def _build() -> dict:  # type: ignore[type-arg]
     class Unplain(Exception):
         """Too large a value to convert (``plain``)."""
 
-    def plain(value: object, budget: list[int]) -> tuple[object, bool]:
+    def plain(value: Any, budget: list[int]) -> tuple[Any, bool]:
         """``value`` with every subclass of a plain type (str, bytes, int, tuple, list, dict, set...) in it that
         has its own ``__eq__`` turned into its base type's value, read with the base type's methods (no code of
         the subclass runs), and whether anything was; containers are walked to any depth."""
@@ -167,22 +172,22 @@ def _build() -> dict:  # type: ignore[type-arg]
             raise Unplain
         lying = kind is not base and getattr(kind, "__eq__", None) is not base.__eq__
         if base is str:
-            return (str.__str__(value), True) if lying else (value, False)  # type: ignore[arg-type]
+            return (str.__str__(value), True) if lying else (value, False)
         if base in (bytes, bytearray):
-            return (base.__getitem__(value, slice(None)), True) if lying else (value, False)  # type: ignore[index]
+            return (base.__getitem__(value, slice(None)), True) if lying else (value, False)
         if base in (int, float, complex):
-            return (base.__add__(value, 0), True) if lying else (value, False)  # type: ignore[operator]
+            return (base.__add__(value, 0), True) if lying else (value, False)
         changed = lying
         if base is dict:
             pairs = []
-            for k, v in dict.items(value):  # type: ignore[arg-type]
+            for k, v in dict.items(value):
                 k2, ck = plain(k, budget)
                 v2, cv = plain(v, budget)
                 pairs.append((k2, v2))
                 changed = changed or ck or cv
             return (dict(pairs), True) if changed else (value, False)
         items = []
-        for v in base.__iter__(value):  # type: ignore[attr-defined]
+        for v in base.__iter__(value):  # type: ignore[union-attr]
             v2, c = plain(v, budget)
             items.append(v2)
             changed = changed or c
