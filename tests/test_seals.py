@@ -9,6 +9,7 @@ import ast
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from redteam_hacks import KNOWN_HOLES, Target
@@ -154,6 +155,26 @@ def test_a_value_a_stub_can_produce_without_the_feature_is_not_sealed() -> None:
     assert found == ["test_a#9"]
 
 
+def test_values_a_do_nothing_fake_produces_are_weak_after_normalising_and_in_containers() -> None:
+    """Red team, session 40: fakes of itsdangerous' signers that check nothing produced every sealed value of two
+    tasks: ``unsign(sign("value")) == b"value"`` (the input converted str -> bytes) and ``loads_unsafe(bad) ==
+    (False, None)`` (a tuple of constants); a records forger passed the rest. Such sites are weak: not sealed."""
+    source = (
+        "class TestSigner:\n    def test_a(self, signer):\n"
+        "        assert signer.unsign(signer.sign('value')) == b'value'\n\n"
+        "    def test_b(self, signer):\n        signed = signer.sign('my string')\n"
+        "        out = signer.unsign(signed)\n        assert out == b'my string'\n\n"
+        "    def test_c(self, s):\n        assert s.loads_unsafe(bad) == (False, None)\n\n"
+        "    def test_d(self, s):\n        assert s.dumps([42]) == '[42].-9cNi0CxsSB3hZPNCe9a2eEs1ZM'\n\n\n"
+        "def test_e():\n    assert f('42') == 42\n    assert f(7) == '7'\n    assert f(b'x') == 'x'\n"
+        "    assert f((3, 4)) == [3, 4]\n    assert f('k', 'v') == {'k': 'v', 0: None}\n"
+        "    assert f('x') == ['x', [True, b'']]\n    assert g() == (2, 3)\n    assert g('a') == ['a', 'z']\n"
+    )
+    keys = ["TestSigner::test_a", "TestSigner::test_b", "TestSigner::test_c", "TestSigner::test_d", "test_e"]
+    found = [tail for tail, *_ in sites(source, ast.parse(source), keys)]
+    assert found == ["TestSigner::test_d#0", "test_e#6", "test_e#7"]
+
+
 def test_a_sealed_statement_keeps_the_code_that_computes_the_value() -> None:
     source = "def test_a():\n    assert 'x' == f(\n        1,  # one\n    )\n    done()\n"
     tokens: dict[str, SealSite] = {}
@@ -255,6 +276,48 @@ def test_validation_records_the_sites_its_gold_grading_confirmed_and_grades_them
     trees = DirectoryTrees(load_profile(profile.profile_dir).repo_dir)
     assert reward(task, task.patch, sandbox=HostSandbox(), trees=trees).score == 1.0
     assert reward(task, "", sandbox=HostSandbox(), trees=trees).score == 0.0
+
+
+CODEC = (
+    "def wrap(text):\n    data = text.encode('utf-8')\n    return str(len(data)).encode() + b':' + data\n\n\n"
+    "def unwrap(blob):\n    size, _, data = blob.partition(b':')\n    if int(size) != len(data):\n"
+    "        raise ValueError('bad length')\n    return data\n"
+)
+TEST_CODEC = "from minipkg.codec import unwrap, wrap\n\n\ndef test_roundtrip():\n    assert unwrap(wrap('value')) == b'value'\n"
+
+
+@pytest.mark.slow
+def test_a_task_whose_only_sealable_value_is_weak_is_held_to_max_forge_chance(tmp_path: Path) -> None:
+    """Red team, session 40: one confirmed seal of any strength set a task's forge chance to 0, so itsdangerous'
+    TimestampSigner task (canary forge chance 1.0, its one seal ``b"value"`` for ``sign("value")``) was accepted
+    and a records forger scored 1.0 on it. A weak value is not sealed: such a task keeps the canaries' forge
+    chance and ``max_forge_chance`` rejects it; a task with a strong seal is still accepted at 0, and both
+    numbers are recorded. (``max_forge_chance`` is set below this mini task's canary chance.)"""
+    from generate_fixtures import make_mini_project
+
+    from generators.candidates import Candidate
+    from sandboxes.fakes import HostSandbox
+    from taskforge.core.outcomes import RejectReason
+    from taskforge.core.settings import Settings
+    from taskforge.pipeline.generate import ProfileJob, profile_source
+    from taskforge.validate.steps import CandidateJob, validate_candidate
+
+    src = make_mini_project(tmp_path / "minipkg", {"minipkg/codec.py": CODEC, "tests/test_codec.py": TEST_CODEC})
+    settings = Settings.load({"work_dir": str(tmp_path / "work"), "baseline_runs": 2, "battery": False,
+                              "max_forge_chance": 0.001})
+    profile = profile_source(ProfileJob(str(src), settings.to_dict(), sandbox=HostSandbox()))
+
+    def validate(entity: str, test: str) -> Any:
+        cand = Candidate(f"stub:{entity}", "stub", entity, (test,), 1.0, "")
+        return validate_candidate(CandidateJob(profile.profile_dir, cand, settings.to_dict(), sandbox=HostSandbox()))
+
+    weak = validate("minipkg.codec.unwrap", "tests/test_codec.py::test_roundtrip")
+    assert weak.task is None and weak.rejected is not None, weak.task and weak.task.provenance
+    assert weak.rejected.reason is RejectReason.WEAKLY_GUARDED, weak.rejected
+    strong = validate("minipkg.textfmt.title_words", "tests/test_textfmt.py::test_title_words")
+    assert strong.task is not None, strong.rejected
+    provenance = strong.task.provenance
+    assert provenance["forge_chance"] == 0.0 and provenance["canary_forge_chance"] > 0.001, provenance
 
 
 def test_a_test_method_inherited_from_a_mixin_is_sealed_once_where_it_is_defined() -> None:

@@ -132,7 +132,13 @@ class ReportPlugin:
     3x a plain run and write 572 MB of JSON. The parent maps a function's context back to its instances.
     """
 
-    def __init__(self, cov: Any = None, collect_only: bool = False, packages: Iterable[str] = ()) -> None:
+    def __init__(self, cov: Any = None, collect_only: bool = False, packages: Iterable[str] = (),
+                 sender: Any = None) -> None:
+        # the records channel as ``main`` found it, before any graded code ran: code that rebinds this module's
+        # ``send`` (``__main__.send``, red team session 40) changes no record, and the grading plugin flags the
+        # rebinding (``integrity``). This only raises the bar: code in this process can still reach this
+        # object, or write to the channel's fd itself (``KNOWN_HOLES`` in tests/redteam_hacks.py).
+        self.send = send if sender is None else sender
         self.cov = cov
         self.collect_only = collect_only
         self.grouped = False
@@ -156,7 +162,7 @@ class ReportPlugin:
         self.switch("")
 
     def pytest_load_initial_conftests(self, early_config: Any, parser: Any, args: Any) -> None:
-        send({"k": "preloaded", "files": preloaded_files()})
+        self.send({"k": "preloaded", "files": preloaded_files()})
 
     # --- coverage outside the tests: the package's import (""), then the collection of the tests ---------------
     def pytest_collection(self, session: Any) -> None:
@@ -178,7 +184,7 @@ class ReportPlugin:
     # --- records ----------------------------------------------------------------------------------
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
-            send({"k": "collect_error", "id": report.nodeid or "<session>"})
+            self.send({"k": "collect_error", "id": report.nodeid or "<session>"})
 
     def pytest_collection_finish(self, session: Any) -> None:
         self.switch("")
@@ -187,18 +193,18 @@ class ReportPlugin:
             self.grouped = len(session.items) >= GROUP_MIN_RATIO * len(functions)
         unordered = unordered_ids(session.items)
         for i in range(0, len(unordered), 50):
-            send({"k": "unordered", "ids": unordered[i:i + 50]})
+            self.send({"k": "unordered", "ids": unordered[i:i + 50]})
         if self.collect_only:
             ids = [item.nodeid for item in session.items]
             for i in range(0, len(ids), 50):
-                send({"k": "collected", "ids": ids[i:i + 50]})
+                self.send({"k": "collected", "ids": ids[i:i + 50]})
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         rec = {"k": "phase", "id": report.nodeid, "when": report.when, "outcome": report.outcome,
                "xfail": hasattr(report, "wasxfail"), "dur": round(float(getattr(report, "duration", 0.0) or 0.0), 6)}
         if type(report).__name__ in SUBTEST_REPORTS:  # unittest subTest / ``subtests``: one per sub-case
             rec["sub"] = 1
-        send(rec)
+        self.send(rec)
 
 
 def unordered_ids(items: list[Any]) -> list[str]:
@@ -583,6 +589,9 @@ class DuplicateIds:
     says how many were dropped.
     """
 
+    def __init__(self, sender: Any = None) -> None:
+        self.send = send if sender is None else sender
+
     def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
         seen: dict[str, int] = {}
         for item in items:
@@ -591,7 +600,7 @@ class DuplicateIds:
             dropped = [i for i in items if seen[i.nodeid] > 1]
             config.hook.pytest_deselected(items=dropped)
             items[:] = [i for i in items if seen[i.nodeid] == 1]
-            send({"k": "dupes", "n": len(dropped), "ids": sorted({i.nodeid for i in dropped})[:20]})
+            self.send({"k": "dupes", "n": len(dropped), "ids": sorted({i.nodeid for i in dropped})[:20]})
 
 
 class RestoreAutoload:
@@ -986,8 +995,9 @@ def main(argv: list[str]) -> int:
         except OSError:
             pass
     open_channel(request)
+    out = send  # the channel's writer as it is before any graded code runs (``ReportPlugin.send``)
     loopback_up()
-    send({"k": "hello", "pid": os.getpid()})
+    out({"k": "hello", "pid": os.getpid()})
     start = time.monotonic()
     src_roots = [str(r) for r in request.get("src_roots", [])]
     _order_sys_path(src_roots)
@@ -996,8 +1006,8 @@ def main(argv: list[str]) -> int:
     if request.get("shadow_allowed") is not None:
         shadows = _shadowing(src_roots, set(request["shadow_allowed"]))
         if shadows:
-            send({"k": "shadow", "paths": shadows[:20]})
-            send({"k": "end", "exit": 4, "dur": round(time.monotonic() - start, 6)})
+            out({"k": "shadow", "paths": shadows[:20]})
+            out({"k": "end", "exit": 4, "dur": round(time.monotonic() - start, 6)})
             return 4
     collect_only = bool(request.get("collect_only"))
     want_cov = bool(request.get("coverage")) and not collect_only
@@ -1036,14 +1046,15 @@ def main(argv: list[str]) -> int:
 
         _pytest.runner._update_current_test_var = _unset_current_test
 
-    plugins: list[Any] = [DuplicateIds(), HypothesisBudget()]
+    plugins: list[Any] = [DuplicateIds(out), HypothesisBudget()]
     args, nodeids, paths = _split_nodeids(args)
     if nodeids:
         plugins.append(SelectPlugin(nodeids, paths))
         plugins.append(PlainRewrite({n.split("::", 1)[0] for n in nodeids} - set(paths)))
     cov = _coverage_start(request) if want_cov else None
     plugin = ReportPlugin(cov=cov, collect_only=collect_only,
-                          packages=package_names(request.get("coverage_source") or ()) if cov is not None else ())
+                          packages=package_names(request.get("coverage_source") or ()) if cov is not None else (),
+                          sender=out)
     shared = None
     if cov is not None:
         SharedSetup.pytest_fixture_setup = pytest.hookimpl(hookwrapper=True)(  # type: ignore[method-assign]
@@ -1069,7 +1080,7 @@ def main(argv: list[str]) -> int:
     finally:
         if cov is not None:
             _coverage_write(cov, request.get("coverage_json") or "coverage.json", shared)
-        send({"k": "end", "exit": exit_code, "dur": round(time.monotonic() - start, 6)})
+        out({"k": "end", "exit": exit_code, "dur": round(time.monotonic() - start, 6)})
     return exit_code
 
 

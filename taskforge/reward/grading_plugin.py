@@ -24,13 +24,25 @@ canaries fail and the grader sees it). Tampering is:
   (grading runs measure no coverage: nothing honest traces a test), or a test function's ``__code__``
   swapped between collection and its call;
 - the plugin manager's per-instance ``_inner_hookexec``/``_hookexec`` or a hook caller's ``_hookexec``
-  replaced (snapshotted when this plugin registers, before any conftest or project code runs).
+  replaced (snapshotted when this plugin registers, before any conftest or project code runs);
+- the runner's ``send`` (its records channel) rebound.
+
+The strict equality (``strict_eq``, ``taskforge.reward.strict_asserts``) refuses a true ``==`` when a side
+holds a subclass of a plain type (str, bytes, int, float, tuple, list, dict, set...) with its own ``__eq__``
+whose base-type content is not equal (``plain``), or an instance of a workspace class that also equals a
+decoy: a value of the other side's type and shape with other content (``decoy``), which a lying ``__eq__``
+cannot tell from the real expected value by its class.
 
 The check itself runs with warnings ignored: a project's ``filterwarnings = error`` cannot turn a warning
 of the check into a failed test.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 _CONFIG = "__TASKFORGE_GRADING_CONFIG__"
 
@@ -95,33 +107,116 @@ def _build() -> dict:  # type: ignore[type-arg]
     import builtins
     import unittest
 
-    class _Unseen:  # a value no honest object has ever been compared with
-        __slots__ = ()
-
     honest_types = (int, float, complex, str, bytes, bool, type(None))
+    # a subclass of one of these compares by its base type's content too (``plain``); the first base in the
+    # MRO that is one of them is its base (bool: int's ``__eq__``, so never converted)
+    plain_bases = (str, bytes, bytearray, int, float, complex, tuple, list, dict, set, frozenset)
 
-    def suspect(value: object, depth: int = 0) -> bool:
-        """An instance of a workspace class that equals a fresh sentinel (or holds one, shallowly)."""
+    def decoy(other: Any, depth: int = 0) -> Any:
+        """A value like ``other`` (same plain type and shape) with other content: what an honest value equal to
+        ``other`` does not equal. A lying ``__eq__`` cannot tell it from the real expected value by its class
+        (red team, session 40: a ``tuple`` subclass said True to everything but the plugin's sentinel class)."""
+        token = os.urandom(8).hex()  # (os: a workspace ``secrets.py`` would shadow an import made here)
+        kind = type(other)
+        if kind is str:
+            return other + token
+        if kind is bytes:
+            return other + token.encode()
+        if kind is int:
+            return other + int.from_bytes(os.urandom(6), "big") + 1
+        if kind is float and other == other and abs(other) < 1e300:
+            return other + 1.0 + abs(other)
+        if kind in (tuple, list) and depth < 3:
+            items = list(other)
+            return kind([*items[:-1], decoy(items[-1], depth + 1)] if items else [token])
+        if kind is dict:
+            return {**other, token: token}
+        if kind in (set, frozenset):
+            return kind([*other, token])
+        return token
+
+    def suspect(value: Any, other: Any = None, depth: int = 0) -> bool:
+        """An instance of a workspace class that equals a decoy of the value it was compared with (or holds
+        one, shallowly): honest values do not equal content they were never given."""
         kind = type(value)
         if kind in honest_types or depth > 3:
             return False
         if kind in (list, tuple, set, frozenset):
-            return any(suspect(v, depth + 1) for v in list(value)[:1000])  # type: ignore[call-overload]
+            return any(suspect(v, None, depth + 1) for v in list(value)[:1000])
         if kind is dict:
-            return any(suspect(k, depth + 1) or suspect(v, depth + 1)
-                       for k, v in list(value.items())[:1000])  # type: ignore[attr-defined]
+            return any(suspect(k, None, depth + 1) or suspect(v, None, depth + 1)
+                       for k, v in list(value.items())[:1000])
         module = sys.modules.get(getattr(kind, "__module__", "") or "")
         if not inside(getattr(module, "__file__", None) or "/"):
             return False
         try:
-            return bool(value == _Unseen())
+            return bool(value == decoy(other))
         except Exception:
             return False
+
+    class Unplain(Exception):
+        """Too large a value to convert (``plain``)."""
+
+    def plain(value: Any, budget: list[int]) -> tuple[Any, bool]:
+        """``value`` with every subclass of a plain type (str, bytes, int, tuple, list, dict, set...) in it that
+        has its own ``__eq__`` turned into its base type's value, read with the base type's methods (no code of
+        the subclass runs), and whether anything was; containers are walked to any depth."""
+        kind = type(value)
+        if kind in honest_types:
+            return value, False
+        base = next((b for b in kind.__mro__ if b in plain_bases), None)
+        if base is None:
+            return value, False
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise Unplain
+        lying = kind is not base and getattr(kind, "__eq__", None) is not base.__eq__
+        if base is str:
+            return (str.__str__(value), True) if lying else (value, False)
+        if base in (bytes, bytearray):
+            return (base.__getitem__(value, slice(None)), True) if lying else (value, False)
+        if base in (int, float, complex):
+            return (base.__add__(value, 0), True) if lying else (value, False)
+        changed = lying
+        if base is dict:
+            pairs = []
+            for k, v in dict.items(value):
+                k2, ck = plain(k, budget)
+                v2, cv = plain(v, budget)
+                pairs.append((k2, v2))
+                changed = changed or ck or cv
+            return (dict(pairs), True) if changed else (value, False)
+        items = []
+        for v in base.__iter__(value):  # type: ignore[union-attr]
+            v2, c = plain(v, budget)
+            items.append(v2)
+            changed = changed or c
+        if not changed:
+            return value, False
+        return (tuple(items) if base is tuple else list(items) if base is list
+                else frozenset(items) if base is frozenset else set(items)), True
 
     def strict_eq(left: object, right: object, own: int = 0) -> object:
         # ``own``: which side the (restored) test file built from its own class (1 left, 2 right): not checked
         result = left == right
-        if result is True and ((own != 1 and suspect(left)) or (own != 2 and suspect(right))):
+        try:
+            if not result:
+                return result
+        except Exception:
+            return result  # an array's ambiguous truth: the assert raises as it would have
+        # a side holding a subclass of a plain type with its own ``__eq__`` must also be equal by content (red
+        # team, session 40: a tuple subclass whose content was the sealed literal said True to any tuple)
+        try:
+            budget = [1_000_000]
+            left2, lchanged = plain(left, budget) if own != 1 else (left, False)
+            right2, rchanged = plain(right, budget) if own != 2 else (right, False)
+            if (lchanged or rchanged) and not bool(left2 == right2):
+                return False
+        except (Unplain, RecursionError):
+            pass  # past a million items (or too deep) the comparison stands as it was
+        except (TypeError, ValueError):
+            return False  # content that cannot be read as plain values (a hashable list subclass in a set)
+        if (own != 1 and suspect(left, right)) or (own != 2 and suspect(right, left)):
             return False
         return result
 
@@ -190,7 +285,7 @@ def _build() -> dict:  # type: ignore[type-arg]
 
     def assert_equal(self: unittest.TestCase, first: object, second: object, msg: object = None) -> None:
         plain_assert_equal(self, first, second, msg)
-        if suspect(first) or suspect(second):
+        if strict_eq(first, second) is False:
             raise self.failureException(msg or "an object that equals anything is not a value")
 
     unittest.TestCase.assertEqual = assert_equal  # type: ignore[method-assign]
@@ -227,6 +322,10 @@ def _build() -> dict:  # type: ignore[type-arg]
             bad.append("the sealed assertion of the hidden tests was replaced")
         if unittest.TestCase.__dict__.get("assertEqual") is not assert_equal:
             bad.append("unittest.TestCase.assertEqual was replaced")
+        # the runner writes its records with the ``send`` it held before any graded code ran, so rebinding the
+        # module's (``__main__.send``) changes nothing; it is still tampering (red team, session 40)
+        if runner is not None and getattr(runner, "send", None) is not send_record:
+            bad.append("the runner's records channel (send) was replaced")
         pm = session.config.pluginmanager  # type: ignore[attr-defined]
         if pm_snap and (getattr(pm, "_inner_hookexec", None) is not pm_snap["_inner_hookexec"]
                         or vars(pm).get("_hookexec") is not pm_snap["_hookexec"]):

@@ -26,9 +26,11 @@ plain data, not sealed). ``SealPlan.confirmed`` gives those (test, site) pairs; 
 A site is a statement at the top level of the test function's body (it runs exactly once in every run of the
 test that passes), with no ``return`` above it, on lines of its own; its literal is what ``ast.literal_eval``
 reads (strings, bytes, numbers, and lists, tuples, sets and dicts of them) or ``dedent('''...''')`` of a string
-literal (``_dedented``), and not a value a stub can produce
-without implementing anything (``_guessable``: None, a bool, 0 or 1, an empty value, or a literal the test
-wrote above it or passes in the call).
+literal (``_dedented``), and not a weak value, one a stub can produce
+without implementing anything (``_guessable``: None, a bool, 0 or 1, an empty value, a literal the test
+wrote above it or passes in the call, also as bytes/text, int/text or list/tuple, and a container of such).
+Only such strong sites are sealed, so a confirmed seal is a strong one (``validate.steps``: the forge
+chance is 0 only then).
 """
 
 from __future__ import annotations
@@ -300,27 +302,75 @@ def sites(source: str, tree: ast.Module, wanted: Iterable[str]) -> list[tuple[st
 
 
 def _guessable(value: Any, scope: list[ast.AST]) -> bool:
-    """A value code that does not implement anything can produce: a constant a stub returns (None, a bool, 0,
-    an empty string or collection) or a literal the test already wrote above the assertion or in its call
-    (``assert "plurals" == pluralize("plurals")``: a stub that echoes its argument records it). Such a site
-    is left as it is: its literal stays, and the canaries plant their changed copies around it
-    (``canaries._twins``), which a sealed site would not get. Red team, session 31: a stub that read the
-    expected value off the test's frame, else echoed its argument, scored 1.0 on inflection's pluralize task
-    when its two sealed assertions were ``"" == pluralize("")`` and ``"plurals" == pluralize("plurals")``."""
+    """A WEAK value: one code that implements nothing can produce. Such a site is not sealed: its literal
+    stays, and the canaries plant their changed copies around it (``canaries._twins``), which a sealed site
+    would not get; a task whose sealable sites are all weak has no seal, so validation holds it to
+    ``Settings.max_forge_chance`` like any unsealed task (``validate.steps``).
+
+    The rule: ``value`` is weak when it is
+
+    - a constant a stub returns: None, a bool, 0 or 1, an empty string, bytes or collection;
+    - an input of the test, after normalising (``_shape``: bytes read as UTF-8 text, an int as its decimal
+      text, a list as a tuple): a literal of the test's decorators, parameters' defaults, statements above
+      the assertion, or the call under test itself (an echo: ``assert "plurals" == pluralize("plurals")``;
+      ``assert s.unsign(s.sign("value")) == b"value"``, the input converted str -> bytes);
+    - a tuple, list, set or dict built only of such values (``loads_unsafe(bad) == (False, None)``).
+
+    Red team, session 31: a stub that read the expected value off the test's frame, else echoed its argument,
+    scored 1.0 on inflection's pluralize task when its two sealed assertions were ``"" == pluralize("")`` and
+    ``"plurals" == pluralize("plurals")``. Session 40: fakes of itsdangerous' signers that check nothing
+    produced every sealed value of two tasks (``b"value"`` for ``sign("value")``, ``(False, None)``), and a
+    records forger passed the rest (1.0, no flag)."""
+    inputs: set[Any] = set()
+    for root in scope:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Constant) or (isinstance(node, ast.List | ast.Tuple | ast.Set | ast.Dict
+                                                                | ast.UnaryOp) and _literal(node)):
+                try:
+                    inputs.add(_shape(pyparse.literal_eval(node)))
+                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                    continue
+    return _weak(value, inputs, 0)
+
+
+def _weak(value: Any, inputs: set[Any], depth: int) -> bool:
     if value is None or isinstance(value, bool) or (type(value) in (int, float) and value in (0, 1)):
         return True
     if isinstance(value, str | bytes | list | tuple | dict | set | frozenset) and not value:
         return True
-    for root in scope:
-        for node in ast.walk(root):
-            if isinstance(node, ast.Constant) or (isinstance(node, ast.List | ast.Tuple | ast.Set | ast.Dict)
-                                                  and _literal(node)):
-                try:
-                    if equal(pyparse.literal_eval(node), value):
-                        return True
-                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                    continue
+    try:
+        if _shape(value) in inputs:
+            return True
+    except (TypeError, ValueError):
+        pass
+    if depth > 20:
+        return False
+    if isinstance(value, list | tuple | set | frozenset):
+        return all(_weak(v, inputs, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(_weak(k, inputs, depth + 1) and _weak(v, inputs, depth + 1) for k, v in value.items())
     return False
+
+
+def _shape(value: Any) -> Any:
+    """``value`` up to the conversions a stub gets for free (hashable): bytes as the UTF-8 text they are, an
+    int as its decimal text, a list or tuple as a tuple, a set as a frozenset, a dict as its items."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return value
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return str(int(value))  # a ValueError past the int -> str digit limit: no match
+    if isinstance(value, list | tuple):
+        return ("seq", tuple(_shape(v) for v in value))
+    if isinstance(value, set | frozenset):
+        return ("set", frozenset(_shape(v) for v in value))
+    if isinstance(value, dict):
+        return ("map", frozenset((_shape(k), _shape(v)) for k, v in value.items()))
+    return value
 
 
 def seal_source(source: str, rel: str, wanted: Mapping[str, Iterable[str] | None], name: str, *,

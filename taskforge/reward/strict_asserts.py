@@ -5,11 +5,14 @@ An "implementation" that returns an object whose ``__eq__`` is always true passe
 grader owns them) are rewritten with libcst: ``assert A == B`` becomes ``assert NAME(A, B)`` (message,
 position and everything else kept), where ``NAME`` is a random builtin the grading plugin installs
 before any project code runs (``taskforge/reward/grading_plugin.py``: ``strict_eq``). It compares as
-``==`` does, then refuses a true result when either side (or an element of a list, tuple, set or dict on
-either side) is an instance of a class defined in the workspace that also equals a fresh sentinel
-object: honest values do not equal an object they have never seen. Types from the standard library or
-site-packages (``unittest.mock.ANY`` is meant to equal anything) are trusted. ``TestCase.assertEqual``
-gets the same check in the plugin.
+``==`` does, then refuses a true result when a side holds a subclass of a plain type (str, bytes, int,
+float, tuple, list, dict, set, frozenset) with its own ``__eq__`` and the two sides' base-type contents
+differ (the subclass's ``__eq__`` alone decides nothing), or when either side (or an element of a list,
+tuple, set or dict on either side) is an instance of a class defined in the workspace that also equals a
+decoy: a value of the other side's type and shape with other content, which honest values do not equal and
+a lying ``__eq__`` cannot tell from the expected value by its class. Types from the standard library or
+site-packages (``unittest.mock.ANY`` is meant to equal anything) are trusted by the decoy check.
+``TestCase.assertEqual`` gets the same check in the plugin.
 
 A side that the test file builds itself from one of its own classes with an ``__eq__`` (toolz's
 ``assert composed == AlwaysEquals()``, a matcher object) is the grader's value, not the code under test's:

@@ -484,13 +484,18 @@ class _Validation:
                 kept = tuple(n for n in task.fail_to_pass if n not in set(self.order_dependent))
                 task = dataclasses.replace(task, fail_to_pass=kept, difficulty=with_fail_to_pass(task.difficulty, len(kept)),
                                            provenance={**task.provenance, "order_dependent": list(self.order_dependent)})
-            if weak and not self.seals:
+            # a strong seal: the probe seals only sites whose literal a stub cannot produce (``seals._guessable``:
+            # not ``b"value"`` for ``sign("value")``, not ``(False, None)``), so a confirmed one is strong. Red team,
+            # session 40: when weak values were sealed too, any seal set the forge chance to 0 and a task whose
+            # canaries guarded nothing (canary_forge_chance 1.0) was accepted and forged.
+            strong = bool(self.seals)
+            if weak and not strong:
                 return self.reject(RejectReason.WEAKLY_GUARDED, _weak_guard_detail(chance)
                                    + "; no sealed assertion held on the gold patch")
-            # forge_chance: of the reward path (0 with a sealed assertion); canary_forge_chance: of the canaries
-            # alone, what a grader that seals nothing gives (the exported Harbor verifier)
+            # forge_chance: of the reward path (0 with a strong sealed assertion); canary_forge_chance: of the
+            # canaries alone, what a grader that seals nothing gives (the exported Harbor verifier)
             task = dataclasses.replace(task, provenance={
-                **task.provenance, "forge_chance": 0.0 if self.seals else chance, "canary_forge_chance": chance,
+                **task.provenance, "forge_chance": 0.0 if strong else chance, "canary_forge_chance": chance,
                 **({"seals": {n: list(v) for n, v in self.seals.items()}} if self.seals else {})})
             if self.settings.battery:  # part of the contract: naive mode pays for it too
                 battery = self._battery(task)
@@ -574,7 +579,8 @@ class _Validation:
         """The canaries' forge chance, whether it is over ``max_forge_chance``, and the ``WEAKLY_GUARDED``
         rejection when it is and no assertion can be sealed: a task whose gold grading confirms a sealed
         assertion in a FAIL_TO_PASS test cannot be forged by writing records (reward.seals), so only one that
-        can have none is rejected here, before any grading."""
+        can have none is rejected here, before any grading. Only strong values are sealable (a value a stub
+        produces without the feature is not: ``seals._guessable``)."""
         chance = self._forge_chance(task, original, homes)
         weak = chance > self.settings.max_forge_chance
         if weak and not self._sealable(task, original, homes):
