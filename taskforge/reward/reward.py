@@ -339,6 +339,21 @@ def top_level_names(root: Path, src_roots: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
+_PLUGIN_NOTE = "[taskforge: grading integrity: "  # the grading plugin's last line when it found tampering
+
+
+def _plugin_found(tail: str, plan: Any) -> str:
+    """The grading plugin's first finding (``grading_plugin.py``: a test module's rebound name, a replaced
+    ``pytest.raises``...), one that names no canary file. Only a tampered run prints that line: code that
+    prints it itself gains nothing but a zero."""
+    line = next((ln for ln in reversed(tail.splitlines()) if ln.startswith(_PLUGIN_NOTE)), "")
+    if not line:
+        return ""
+    standalone = str(getattr(plan, "standalone", "") or "\0")
+    found = [p for p in line[len(_PLUGIN_NOTE):].removesuffix("]").split("; ") if p and standalone not in p]
+    return f"the grading plugin found tampering: {found[0] if found else 'in a test module'}"
+
+
 def _score(task: Task, report: TestReport, plan: Any, flags: list[RewardFlag], detail: str,
            timings: Mapping[str, float], sealed: SealPlan | None = None) -> RewardResult:
     tests = (*task.fail_to_pass, *task.pass_to_pass)
@@ -373,9 +388,13 @@ def _score(task: Task, report: TestReport, plan: Any, flags: list[RewardFlag], d
         detail = detail or f"the runner left no report (exit code {report.exit_code})"
     else:
         problems = plan.verify(ran, report.collection_errors, finished=True)
+        found = _plugin_found(report.output_tail, plan)
         if problems:
             flags += [RewardFlag.CANARY_FAILED, RewardFlag.TAMPERING]
-            detail = detail or problems[0]
+            detail = detail or found or problems[0]
+        elif found:  # found after the last canary ran (a test's teardown): the tests it failed zero the score too
+            flags.append(RewardFlag.TAMPERING)
+            detail = detail or found
     if report.collection_errors:
         flags.append(RewardFlag.COLLECTION_ERROR)
     if any(Outcome(outcomes[n]) is Outcome.MISSING for n in tests):
