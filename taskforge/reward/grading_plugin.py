@@ -353,6 +353,7 @@ def _build() -> dict:  # type: ignore[type-arg]
     builtins_dict = vars(builtins)
     rewrite = loaded.get("_pytest.assertion.rewrite")
     pinnable = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType)
+    _ABSENT = object()  # what a namespace did not hold
 
     def scan(tree: ast.Module) -> tuple[set[str], dict[str, tuple[str, ...]], list[tuple[str, int]]]:
         """Names the module's own code binds in its namespace, those that only absolute imports of one module or
@@ -418,12 +419,12 @@ def _build() -> dict:  # type: ignore[type-arg]
 
     def expected(how: tuple[str, ...]) -> object:
         if how[0] == "module":
-            return loaded.get(how[1], _Unseen)
+            return loaded.get(how[1], _ABSENT)
         space = loaded_vars.get(how[1])
         if space is None:
-            return _Unseen
-        value = space.get(how[2], loaded.get(f"{how[1]}.{how[2]}", _Unseen))
-        return value if isinstance(value, pinnable) else _Unseen  # data (``sys.stdout``) may change honestly
+            return _ABSENT
+        value = space.get(how[2], loaded.get(f"{how[1]}.{how[2]}", _ABSENT))
+        return value if isinstance(value, pinnable) else _ABSENT  # data (``sys.stdout``) may change honestly
 
     class Spec:
         """What one grader-owned module's namespace may hold: no grading helper and no builtin name its
@@ -477,7 +478,7 @@ def _build() -> dict:  # type: ignore[type-arg]
             for star in self.stars:
                 mod = sys.modules.get(star)
                 public = getattr(mod, "__all__", None)
-                if mod is not None and getattr(mod, name, _Unseen) is value and (
+                if mod is not None and getattr(mod, name, _ABSENT) is value and (
                         name in public if isinstance(public, (list, tuple)) else not name.startswith("_")):
                     self.forbidden = self.forbidden - {name}
                     self.pins[name], self.about[name] = value, f"{name} of {star}"
@@ -525,7 +526,7 @@ def _build() -> dict:  # type: ignore[type-arg]
             allowed.update(names)
         for name, how in imports.items():
             value = expected(how)
-            if value is not _Unseen:
+            if value is not _ABSENT:
                 pins[name] = value
                 about[name] = f"module {how[1]}" if how[0] == "module" else f"{how[1]}.{how[2]}"
         where = os.path.relpath(real, workspace) if inside(real) else real
