@@ -366,3 +366,20 @@ def test_the_shadows_score_zero_through_reward(tmp_path: Path) -> None:
     got = reward(task, patch, sandbox=SubprocessSandbox(), trees=trees, settings=settings)
     assert got.score == 0.0 and "tampering" in got.flags, got
     assert got.detail.startswith("the grading plugin found tampering: tests/test_parse.py: "), got.detail
+
+
+def test_the_plugins_last_line_becomes_the_detail_without_a_canary_files_name() -> None:
+    """The grader reads what the plugin found off the run's output (any copy of that line only zeroes its own
+    run); a finding about the standalone canary file is not repeated to the agent."""
+    from types import SimpleNamespace
+
+    from taskforge.reward.reward import _plugin_found
+
+    plan = SimpleNamespace(standalone="tests/test_core_edge.py")
+    tail = ("...\nERROR tests/test_a.py::test_x\n[taskforge: grading integrity: tests/test_core_edge.py: builtin "
+            "isinstance is shadowed; tests/test_a.py: pytest is no longer the module pytest its import bound]\n")
+    assert _plugin_found(tail, plan) == ("the grading plugin found tampering: tests/test_a.py: pytest is no longer "
+                                         "the module pytest its import bound")
+    assert _plugin_found(tail.replace("; tests/test_a.py", "; tests/test_core_edge.py"), plan) == \
+        "the grading plugin found tampering: in a test module"
+    assert _plugin_found("12 passed in 0.3s\n", plan) == ""

@@ -10,8 +10,8 @@ original, new ones deleted, and so is every file the test runner imports itself 
 ``--confcutdir``; ``PYTEST_ADDOPTS``/``PYTEST_PLUGINS`` emptied); only FAIL_TO_PASS + PASS_TO_PASS
 run, by node id, together with secret canaries (``taskforge.reward.canaries``) and the grading plugin that
 checks the run's integrity. A test that did not report counts as failed; a timeout scores 0; a
-refused patch scores 0; tampering evidence (canaries, missing report, startup hooks, symlinks)
-scores 0 and sets the ``tampering`` flag.
+refused patch scores 0; tampering evidence (canaries, missing report, startup hooks, symlinks, what the
+grading plugin found, e.g. a name rebound in a test module's namespace) scores 0 and sets the ``tampering`` flag.
 """
 
 from __future__ import annotations
