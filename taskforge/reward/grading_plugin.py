@@ -603,10 +603,10 @@ def _build() -> dict:  # type: ignore[type-arg]
         for mod in list(sys.modules.values()):
             path = getattr(mod, "__file__", None) if isinstance(mod, types.ModuleType) else None
             if isinstance(path, str) and path.endswith(".py") and id(vars(mod)) not in seen and test_like(path):
-                spec = spec_for(path, vars(mod))
-                if spec is not None:
+                helper = spec_for(path, vars(mod))
+                if helper is not None:
                     seen.add(id(vars(mod)))
-                    all_spaces.append((vars(mod), spec))
+                    all_spaces.append((vars(mod), helper))
 
     def namespaces(item: object, sweep: bool) -> list[str]:
         """Problems of the namespaces ``item`` runs in (``sweep``: of every grader-owned namespace), and of
