@@ -229,7 +229,8 @@ def _build() -> dict:  # type: ignore[type-arg]
             if (lchanged or rchanged) and not bool(left2 == right2):
                 # the test's own side kept its class, whose ``__eq__`` may refuse a plain value: equal when both
                 # sides' contents are (toolz 1.2.0: a test's ``defaultdict`` subclass on both sides)
-                if not own or not bool(plain(left, budget)[0] == plain(right, budget)[0]):
+                both = (plain(left, budget)[0] if own == 1 else left2, plain(right, budget)[0] if own == 2 else right2)
+                if not own or not bool(both[0] == both[1]):
                     return False
         except (Unplain, RecursionError):
             pass  # past a million items (or too deep) the comparison stands as it was

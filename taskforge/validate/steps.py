@@ -481,7 +481,8 @@ class _Validation:
             if self.order_dependent:
                 from generators.difficulty import with_fail_to_pass
 
-                kept = tuple(n for n in task.fail_to_pass if n not in set(self.order_dependent))
+                gone = set(self.order_dependent)
+                kept = tuple(n for n in task.fail_to_pass if n not in gone)
                 task = dataclasses.replace(task, fail_to_pass=kept, difficulty=with_fail_to_pass(task.difficulty, len(kept)),
                                            provenance={**task.provenance, "order_dependent": list(self.order_dependent)})
             # a strong seal: the probe seals only sites whose literal a stub cannot produce (``seals._guessable``:
