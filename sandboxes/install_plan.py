@@ -4,6 +4,8 @@ A project's declared test requirements are the best guess of what its suite need
 for another Python or a pin that no longer exists on the index makes the whole install fail. Instead of
 stopping there, each sandbox tries, in order, until one installs:
 
+0. ``guessed``, only when detection guessed distributions from unmapped test imports
+   (``EnvSpec.guessed_requirements``): step 1 plus the guesses, so a wrong guess costs this step alone;
 1. ``pinned``: the detected requirements as declared + the install target (``.[tests]``);
 2. ``unpinned``: the same names without version pins (extras and markers kept) + the install target;
 3. ``extras``: the install target alone (its test extras bring their own dependencies);
@@ -63,7 +65,10 @@ def install_steps(spec: EnvSpec, tooling: tuple[str, ...]) -> list[InstallStep]:
     plain, _, extras = target.partition("[")
     names = [e.strip() for e in extras.rstrip("]").split(",") if e.strip()]
     unpinned = tuple(dict.fromkeys((*(unpin(r) for r in spec.requirements), *tooling)))
+    guessed = (InstallStep("guessed", tuple(dict.fromkeys((*spec.requirements, *spec.guessed_requirements,
+                                                           *tooling))), target),) if spec.guessed_requirements else ()
     steps = [
+        *guessed,
         InstallStep("pinned", (*spec.requirements, *tooling), target),
         InstallStep("unpinned", unpinned, target),
         InstallStep("extras", tooling, target),

@@ -162,3 +162,18 @@ def test_runner_chain_evaluates_markers_for_the_test_interpreter() -> None:
     odd = runner_chain({"pytest": ["pluggy (>=1.5", "argcomplete; extra == 'dev' and"], "pluggy": [],
                         "argcomplete": []})
     assert "pluggy" in odd and "argcomplete" not in odd
+
+
+def test_guessed_requirements_go_first_and_only_in_their_own_step() -> None:
+    """dpath 2.2.0's tests import nose2, declared nowhere: a guessed distribution is tried in a first step of
+    its own, so a wrong guess (no such distribution) costs that step and never the declared requirements."""
+    spec = EnvSpec(project_name="p", python="3.11", install_target=".[tests]", requirements=("attrs==24.3.0",),
+                   guessed_requirements=("nose2",))
+    steps = install_steps(spec, TOOLING)
+    assert [s.label for s in steps] == ["guessed", "pinned", "unpinned", "extras", "plain"]
+    assert steps[0].requirements == ("attrs==24.3.0", "nose2", *TOOLING)
+    assert all("nose2" not in s.requirements for s in steps[1:])
+    plain = EnvSpec(project_name="p", python="3.11", install_target=".[tests]", requirements=("attrs==24.3.0",))
+    assert spec.key != plain.key  # a guess changes what is installed
+    assert EnvSpec.from_dict(plain.to_dict()).key == plain.key == EnvSpec.from_dict(
+        {k: v for k, v in plain.to_dict().items() if k != "guessed_requirements"}).key  # old specs keep their key

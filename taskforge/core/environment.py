@@ -44,12 +44,17 @@ class EnvSpec:
     # compiled module serves every test). The pure-Python variant of a source (taskforge.pipeline.variants)
     # builds its environment so, and its tasks carry this spec: every backend grades them without the modules
     compiled_extensions: bool = True
+    # distributions guessed from modules the test files import unguarded at their top that nothing maps to a
+    # distribution (dpath 2.2.0's ``from nose2.tools.such import helper``): the module's own name. The install
+    # plan tries them in its first step only, so a wrong guess costs one failed step, never the environment
+    guessed_requirements: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
         """Content hash: equal specs share one environment (venv or image)."""
         # the default stays out of the hash: environments built before the field existed keep their key
-        drop = ("notes", "runner_files") + (("compiled_extensions",) if self.compiled_extensions else ())
+        drop = ("notes", "runner_files") + (("compiled_extensions",) if self.compiled_extensions else ()) + \
+            (("guessed_requirements",) if not self.guessed_requirements else ())
         payload = json.dumps(self.to_dict(exclude=drop), sort_keys=True).encode()
         return hashlib.sha256(payload).hexdigest()[:16]
 
