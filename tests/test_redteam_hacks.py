@@ -249,7 +249,9 @@ def test_a_reading_forger_picks_every_original_out_of_its_look_alikes_rarely(tmp
 
     ds = generated_dataset("inflection==0.5.1")
     sealed = hack_task(ds)
-    assert sealed.provenance.get("seals") and sealed.provenance.get("forge_chance") == 0.0, sealed.provenance
+    # (the forge chance is over the tests no seal guards: 0 only when every FAIL_TO_PASS test is sealed)
+    assert sealed.provenance.get("seals") and sealed.provenance.get("forge_chance") <= \
+        Settings().max_forge_chance, sealed.provenance
     task = _unsealed(sealed)
     target = Target.from_task(task, ds.trees, tmp_path / "ws")
     settings = Settings.load({"sandbox": "local", "monitor_zero": False})

@@ -942,3 +942,39 @@ def test_a_file_that_imports_hypothesis_optionally_still_gets_a_property_copy(tm
     plan = plant_canaries(tmp_path, ["tests/test_p.py"], fail_to_pass=["tests/test_p.py::test_prop"],
                           rng=random.Random(0))
     assert [n for n, o in plan.origins.items() if o == ("tests/test_p.py::test_prop",)], plan.origins
+
+
+_SEALED_SRC = "".join(f"def test_s{i}():\n    assert f({i}) == 'v{i}'\n\n\n" for i in range(10)) + \
+    "def test_u():\n    assert f(99) == 'v99'\n\n\ndef test_bare():\n    assert f(7)\n"
+
+
+def test_the_forge_chance_is_over_the_tests_no_seal_guards() -> None:
+    """Session 41: one confirmed seal set a task's forge chance to 0, yet a seal guards only its own test; a
+    forger that computes the sealed values (part of the feature) and writes records for the rest is left to the
+    canaries. idna's valid_contextj task: 35 of 683 FAIL_TO_PASS tests sealed, the other 648 with no literal."""
+    from taskforge.reward.canaries import TWIN_MAX, forge_chance
+
+    files = {"tests/test_h.py": _SEALED_SRC}
+    f2p = [f"tests/test_h.py::test_s{i}" for i in range(10)]
+    assert forge_chance(files, f2p, sealed=f2p) == 0.0  # every test sealed
+    assert forge_chance(files, [*f2p, "tests/test_h.py::test_bare"], sealed=f2p) == 1.0  # the rest: no literal
+    one_left = forge_chance(files, [*f2p, "tests/test_h.py::test_u"], sealed=f2p)
+    assert one_left == 1 / (TWIN_MAX + 1)  # one block, as many copies as one block gets
+    assert forge_chance(files, [*f2p, "tests/test_h.py::test_u"]) < one_left  # without seals: 8 blocks
+
+
+def test_a_grading_draws_its_blocks_from_the_unsealed_tests_first(tmp_path: Path) -> None:
+    """With 10 sealed tests and 1 unsealed, the blocks were drawn from all 11 and sized for 8 (3 copies each):
+    a partial forger, which computes the sealed values, guessed the one block that mattered 1 time in 4. The
+    unsealed test is drawn first and its block sized as the only one that guards (15 copies: 1 in 16)."""
+    from taskforge.reward.canaries import TWIN_MAX
+
+    f2p = [*(f"tests/test_h.py::test_s{i}" for i in range(10)), "tests/test_h.py::test_u"]
+    for seed in range(12):
+        ws = tmp_path / str(seed)
+        (ws / "tests").mkdir(parents=True)
+        (ws / "tests/test_h.py").write_text(_SEALED_SRC)
+        plan = plant_canaries(ws, ["tests/test_h.py"], fail_to_pass=f2p, rng=random.Random(seed),
+                              sealed=f2p[:10])
+        copies = sum("tests/test_h.py::test_u" in origin for origin in plan.origins.values())
+        assert copies == TWIN_MAX and plan.forge_chance == 1 / (TWIN_MAX + 1), (seed, copies, plan.forge_chance)

@@ -346,3 +346,33 @@ def test_a_return_inside_a_helper_the_test_defines_does_not_end_it() -> None:
     assert [tail for tail, *_ in sites(source, tree, ["test_p", "test_r"])] == ["test_p#2"]
     fns = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
     assert not _ends_on_its_own(fns["test_p"]) and _ends_on_its_own(fns["test_r"])
+
+
+TEST_TITLE_MORE = ("from minipkg.textfmt import title_words\n\n\ndef test_title_words_nonempty():\n"
+                   "    assert title_words('one two')\n")
+
+
+@pytest.mark.slow
+def test_one_sealed_test_does_not_guard_the_others(tmp_path: Path) -> None:
+    """Session 41: one strong seal set the task's forge chance to 0 whatever it guarded. A forger that computes
+    the sealed value (``title_words("hello big world")``) and writes a "passed" record for the other
+    FAIL_TO_PASS test, which has no literal and so no block of look-alikes, passed every grading. The chance is
+    over the tests no seal guards: 1.0 here, over ``max_forge_chance``, so the task is refused."""
+    from generate_fixtures import make_mini_project
+
+    from generators.candidates import Candidate
+    from sandboxes.fakes import HostSandbox
+    from taskforge.core.outcomes import RejectReason
+    from taskforge.core.settings import Settings
+    from taskforge.pipeline.generate import ProfileJob, profile_source
+    from taskforge.validate.steps import CandidateJob, validate_candidate
+
+    src = make_mini_project(tmp_path / "minipkg", {"tests/test_title_more.py": TEST_TITLE_MORE})
+    settings = Settings.load({"work_dir": str(tmp_path / "work"), "baseline_runs": 2, "battery": False})
+    profile = profile_source(ProfileJob(str(src), settings.to_dict(), sandbox=HostSandbox()))
+    f2p = ("tests/test_textfmt.py::test_title_words", "tests/test_title_more.py::test_title_words_nonempty")
+    cand = Candidate("stub:minipkg.textfmt.title_words", "stub", "minipkg.textfmt.title_words", f2p, 1.0, "")
+    res = validate_candidate(CandidateJob(profile.profile_dir, cand, settings.to_dict(), sandbox=HostSandbox()))
+    assert res.task is None and res.rejected is not None, res.task and res.task.provenance
+    assert res.rejected.reason is RejectReason.WEAKLY_GUARDED, res.rejected
+    assert "1 of 2 FAIL_TO_PASS tests are sealed" in res.rejected.detail, res.rejected.detail

@@ -817,7 +817,7 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
                    allowed_plugin_files: Iterable[str] = (), rng: random.Random | None = None,
                    strict_eq: str = "", template: str | None = None, seal: str = "",
                    uncopied: Iterable[str] = (), unchangeable: Iterable[str] = (),
-                   tokens: Iterable[str] = ()) -> CanaryPlan:
+                   tokens: Iterable[str] = (), sealed: Iterable[str] = ()) -> CanaryPlan:
     """Write canaries and the grading plugin into ``workspace``; return the plan (keep it out of the run).
 
     ``tokens``: the seal tokens the hidden files hold (``SealPlan.sites``). With ``strict_eq`` and ``seal``
@@ -829,6 +829,9 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
     tests (collected ids) too slow to copy (``Settings.canary_copy_max_s``; the task's ``provenance["uncopied"]``).
     ``unchangeable``: tests (ids at home, ``file::unit``) whose changed copies passed on the original code
     (``calibration_copies``; the task's ``provenance["unchangeable"]``): none of their copies has a changed literal.
+    ``sealed``: FAIL_TO_PASS ids at home whose sealed sites this grading checks (``SealPlan.required``). A forger must
+    compute their values, so a block of look-alikes around them costs it nothing: the blocks are drawn from the
+    other tests first, and only those count for the copies per block (``forge_chance(sealed=...)``).
     """
     rng = rng or random.Random(secrets.randbits(64))
     # tests collected in one file but defined in another are planted around at home, and the copies run under
@@ -872,8 +875,10 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
                            loose | slow | lenient)
     drawn = sorted(twinnable)
     rng.shuffle(drawn)
+    done = sealed_units(f2p, set(sealed))
+    drawn.sort(key=lambda unit: unit in done)  # (stable: the draw's order within each group)
     blocked = set(drawn[:TWIN_BLOCKS])
-    per_block = _copies_per_block(len(blocked))
+    per_block = _copies_per_block(len(blocked - done) or len(blocked))
     for rel, source, tree in hosts:
         named = classes_in(f2p | p2p, rel)
         stable = stable_of[rel]
@@ -906,8 +911,9 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         words = _words_of(names)
         inserts: dict[int, list[str]] = {}
         for key in twinned:
-            chance *= _twins(source, units[key][0], key, rel, rng, strict, per_block, (names, taken),
-                             inserts, (expect, sources, origins))
+            block = _twins(source, units[key][0], key, rel, rng, strict, per_block, (names, taken),
+                           inserts, (expect, sources, origins))
+            chance *= 1.0 if (rel, key) in done else block  # a sealed test's block: the forger computes it
         props = [k for k in _property_units(stable, named) if (rel, k) not in slow and (rel, k) not in loose]
         f2p_props, p2p_props = [k for k in props if k in f2p_ids], [k for k in props if k in p2p_ids]
         if f2p_props or p2p_props:
@@ -972,7 +978,8 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         expect = {c: want for n, want in expect.items() for c in homes.collected(n, known)}
         sources = {c: text for n, text in sources.items() for c in homes.collected(n, known)}
     return CanaryPlan(expect=expect, plugin_module=module, files=tuple(files), standalone=standalone,
-                      sources=sources, forge_chance=chance, origins=collected_origins)
+                      sources=sources, forge_chance=0.0 if done and done >= _unit_keys(f2p) else chance,
+                      origins=collected_origins)
 
 
 def _with_inserts(source: str, inserts: Mapping[int, list[str]]) -> str:
@@ -1091,22 +1098,46 @@ def _twins(source: str, fn: ast.FunctionDef, key: str, rel: str, rng: random.Ran
     return 1.0 / (len(copies) + 1)
 
 
+def _unit_keys(nodeids: Iterable[str]) -> set[tuple[str, str]]:
+    return {(n.partition("::")[0], n.partition("::")[2].split("[", 1)[0]) for n in nodeids}
+
+
+def sealed_units(fail_to_pass: Iterable[str], sealed: AbstractSet[str]) -> set[tuple[str, str]]:
+    """(file, unit key) of the FAIL_TO_PASS tests every one of whose ids is in ``sealed``."""
+    units: dict[tuple[str, str], bool] = {}
+    for n in fail_to_pass:
+        rel, _, rest = n.partition("::")
+        unit = (rel, rest.split("[", 1)[0])
+        units[unit] = units.get(unit, True) and n in sealed
+    return {unit for unit, all_sealed in units.items() if all_sealed}
+
+
 def forge_chance(files: Mapping[str, str], fail_to_pass: Iterable[str], strict: str = "",
-                 loose: frozenset[tuple[str, str]] = frozenset()) -> float:
+                 loose: frozenset[tuple[str, str]] = frozenset(), sealed: Iterable[str] = ()) -> float:
     """The chance, for gradings of a task whose hidden test files are ``files`` (path -> text, in the form
     they are graded: ``strict`` names the strict equality), that a forger who passes exactly one member of
     each block of look-alikes (and what the stub ran, and nothing that fails on its own) picks every original:
     the product over the blocks a grading plants (``plant_canaries``; with the blocks drawn from more than
     ``TWIN_BLOCKS`` tests, the first ``TWIN_BLOCKS`` in sorted order stand for any draw). 1.0: no FAIL_TO_PASS
     test has an expected literal, and such a forger passes every grading. ``fail_to_pass``: the ids at home
-    (``taskforge.core.test_homes``); ``loose``: as ``Homes.loose`` gives."""
+    (``taskforge.core.test_homes``); ``loose``: as ``Homes.loose`` gives.
+
+    ``sealed`` (ids at home): tests whose sealed sites the gradings check (``reward.seals``). A forger that
+    computes those values itself, part of the feature, and writes records for the rest passes every grading
+    whose blocks it guesses among the rest: the chance is over the tests no seal guards (a grading draws its
+    blocks from them first), 0.0 when there are none and 1.0 when none of them can have a block. One sealed test
+    of many once counted as 0 for the whole task (session 41)."""
     hosts = []
     for rel, text in sorted(files.items()):
         try:
             hosts.append((rel, text, _parse(text)))
         except (SyntaxError, ValueError):
             continue
-    blocks = _twinnable(hosts, set(fail_to_pass), strict, loose)[:TWIN_BLOCKS]
+    fail_to_pass = set(fail_to_pass)
+    done = sealed_units(fail_to_pass, set(sealed))
+    if done and done >= _unit_keys(fail_to_pass):
+        return 0.0
+    blocks = [u for u in _twinnable(hosts, fail_to_pass, strict, loose) if u not in done][:TWIN_BLOCKS]
     count = _copies_per_block(len(blocks))
     rng = random.Random(0)
     chance = 1.0

@@ -298,7 +298,8 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path, rng: rand
         plan = plant_canaries(workspace, hidden, pass_to_pass=task.pass_to_pass, fail_to_pass=task.fail_to_pass,
                               uncopied=tuple(uncopied or ()), unchangeable=tuple(unchangeable or ()),
                               src_root=src_root, allowed_plugin_files=plugins, strict_eq=strict, rng=rng,
-                              seal=seal_name if sealed.sites else "", tokens=tuple(sealed.sites))
+                              seal=seal_name if sealed.sites else "", tokens=tuple(sealed.sites),
+                              sealed=() if seal_probe else tuple(homes.homes(sealed.required)))
         if memo_key is not None:
             written = dict.fromkeys((*hidden, *plan.files))
             _PLANTED.put(memo_key, ({rel: (workspace / rel).read_text(encoding="utf-8") for rel in written}, plan))

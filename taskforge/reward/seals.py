@@ -29,8 +29,10 @@ reads (strings, bytes, numbers, and lists, tuples, sets and dicts of them) or ``
 literal (``_dedented``), and not a weak value, one a stub can produce
 without implementing anything (``_guessable``: None, a bool, 0 or 1, an empty value, a literal the test
 wrote above it or passes in the call, also as bytes/text, int/text or list/tuple, and a container of such).
-Only such strong sites are sealed, so a confirmed seal is a strong one (``validate.steps``: the forge
-chance is 0 only then).
+Only such strong sites are sealed, so a confirmed seal is a strong one. A seal guards its own test only: a
+forger that computes the sealed values and writes records for the other tests is left to the canaries, so the
+forge chance (``validate.steps``, ``canaries.forge_chance(sealed=...)``) is over the tests no seal guards, 0 only
+when every FAIL_TO_PASS test is sealed, and the canaries' blocks are drawn from the unsealed tests first.
 """
 
 from __future__ import annotations

@@ -481,22 +481,28 @@ class _Validation:
             if self.order_dependent:
                 from generators.difficulty import with_fail_to_pass
 
-                gone = set(self.order_dependent)
-                kept = tuple(n for n in task.fail_to_pass if n not in gone)
+                dependent = set(self.order_dependent)
+                kept = tuple(n for n in task.fail_to_pass if n not in dependent)
                 task = dataclasses.replace(task, fail_to_pass=kept, difficulty=with_fail_to_pass(task.difficulty, len(kept)),
                                            provenance={**task.provenance, "order_dependent": list(self.order_dependent)})
             # a strong seal: the probe seals only sites whose literal a stub cannot produce (``seals._guessable``:
             # not ``b"value"`` for ``sign("value")``, not ``(False, None)``), so a confirmed one is strong. Red team,
             # session 40: when weak values were sealed too, any seal set the forge chance to 0 and a task whose
             # canaries guarded nothing (canary_forge_chance 1.0) was accepted and forged.
-            strong = bool(self.seals)
-            if weak and not strong:
-                return self.reject(RejectReason.WEAKLY_GUARDED, _weak_guard_detail(chance)
-                                   + "; no sealed assertion held on the gold patch")
-            # forge_chance: of the reward path (0 with a strong sealed assertion); canary_forge_chance: of the
+            # Session 41: any strong seal set the forge chance to 0, yet a seal guards only its own test. A
+            # forger that computes the sealed values (part of the feature) and writes records for the other
+            # FAIL_TO_PASS tests must still guess the canaries' blocks among those: the chance is over them
+            # (0 when every test is sealed), and it is what ``max_forge_chance`` holds the task to
+            sealed_chance = self._forge_chance(task, original, homes, sealed=tuple(self.seals)) if self.seals \
+                else chance
+            if sealed_chance > self.settings.max_forge_chance:
+                return self.reject(RejectReason.WEAKLY_GUARDED, _weak_guard_detail(sealed_chance) + (
+                    f"; {len(self.seals)} of {len(task.fail_to_pass)} FAIL_TO_PASS tests are sealed, and the "
+                    "chance is over the others" if self.seals else "; no sealed assertion held on the gold patch"))
+            # forge_chance: of the reward path (over the tests no seal guards); canary_forge_chance: of the
             # canaries alone, what a grader that seals nothing gives (the exported Harbor verifier)
             task = dataclasses.replace(task, provenance={
-                **task.provenance, "forge_chance": 0.0 if strong else chance, "canary_forge_chance": chance,
+                **task.provenance, "forge_chance": sealed_chance, "canary_forge_chance": chance,
                 **({"seals": {n: list(v) for n, v in self.seals.items()}} if self.seals else {})})
             if self.settings.battery:  # part of the contract: naive mode pays for it too
                 battery = self._battery(task)
@@ -611,8 +617,10 @@ class _Validation:
                      *homes.homes(task.pass_to_pass)))
         return tuple(sorted(found))
 
-    def _forge_chance(self, task: Task, original: Mapping[str, str | None], homes: Homes) -> float:
-        """``canaries.forge_chance`` of the task's hidden test files, in the strict form they are graded in."""
+    def _forge_chance(self, task: Task, original: Mapping[str, str | None], homes: Homes,
+                      sealed: tuple[str, ...] = ()) -> float:
+        """``canaries.forge_chance`` of the task's hidden test files, in the strict form they are graded in;
+        ``sealed``: the FAIL_TO_PASS ids whose sealed sites the gradings check."""
         f2p = homes.homes(task.fail_to_pass)
         files: dict[str, str] = {}
         for rel in sorted({n.split("::", 1)[0] for n in f2p}):
@@ -624,7 +632,7 @@ class _Validation:
                 files[rel] = strict_source(text, _STRICT_NAME)
         uncopied = homes.homes(task.provenance.get("uncopied", ()))
         return forge_chance(files, f2p, _STRICT_NAME, homes.loose() | no_copies(uncopied)
-                            | no_copies(task.provenance.get("unchangeable", ())))
+                            | no_copies(task.provenance.get("unchangeable", ())), sealed=homes.homes(sealed))
 
     def _sealable(self, task: Task, original: Mapping[str, str | None], homes: Homes) -> bool:
         """Whether a FAIL_TO_PASS test has an assertion the gold grading can seal (``reward.seals.sites``)."""
