@@ -171,3 +171,22 @@ def test_classes_and_functions_named_by_the_projects_python_classes_and_function
     assert set(hidden.hidden) == {"test/test_filters.py::FilterTest::test_escape", "test/test_filters.py::check_trim"}
     after = hidden.files_after["test/test_filters.py"]
     assert after is not None and "def test_strip" in after and "test_escape" not in after and "check_trim" not in after
+
+
+def test_special_methods_of_a_kept_helper_class_stay(tmp_path: Path) -> None:
+    """jsonpickle 4.1.4: a helper class's ``__init__`` was named only in a hidden test's string, so it went with
+    the hidden tests, and the module-level ``PickleProtocol2Thing('slotmagic')`` broke the file's collection:
+    55 candidates ``transform_failed``. A special method runs without its name written; it stays."""
+    import ast
+
+    text = ("class Thing:\n    def __init__(self, *args):\n        self.args = args\n\n"
+            "    def __getnewargs__(self):\n        return self.args\n\n    def only_hidden(self):\n        return 1\n\n\n"
+            "slotmagic = Thing('slotmagic')\n\n\n"
+            "def test_hidden():\n    '''Thing.__init__ keeps its args'''\n    assert Thing(1).only_hidden() == 1\n\n\n"
+            "def test_kept():\n    assert slotmagic.args == ('slotmagic',)\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests/test_t.py").write_text(text)
+    after = hide_tests(tmp_path, ["tests/test_t.py::test_hidden"]).files_after["tests/test_t.py"]
+    assert after is not None
+    defs = {n.name for n in ast.walk(ast.parse(after)) if isinstance(n, ast.FunctionDef)}
+    assert {"__init__", "__getnewargs__", "test_kept"} <= defs and not {"test_hidden", "only_hidden"} & defs
