@@ -177,3 +177,24 @@ def test_guessed_requirements_go_first_and_only_in_their_own_step() -> None:
     assert spec.key != plain.key  # a guess changes what is installed
     assert EnvSpec.from_dict(plain.to_dict()).key == plain.key == EnvSpec.from_dict(
         {k: v for k, v in plain.to_dict().items() if k != "guessed_requirements"}).key  # old specs keep their key
+
+
+@pytest.mark.slow
+def test_a_wrong_guess_costs_its_own_step_only(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A guessed distribution that does not exist fails the ``guessed`` step; the declared set installs next."""
+    from sandboxes.local import LocalSandbox
+    from taskforge.core.settings import Settings
+    from tests.fixtures_repos import write
+
+    write(tmp_path, {"pyproject.toml": '[build-system]\nrequires = ["setuptools"]\n'
+                                       'build-backend = "setuptools.build_meta"\n[project]\nname = "gs"\n'
+                                       'version = "1"\n',
+                     "gs/__init__.py": "", "tests/test_g.py": "def test_g():\n    pass\n"})
+    spec = EnvSpec(project_name="gs", python="3.11", install_target=".", requirements=("iniconfig",),
+                   guessed_requirements=("taskforge-no-such-distribution-0",))
+    work = tmp_path_factory.getbasetemp() / "tf-shared-work"
+    work.mkdir(exist_ok=True)
+    env = LocalSandbox(Settings(work_dir=work, install_timeout_s=300), confined=False).prepare(spec, tmp_path)
+    notes = "\n".join(env.spec.notes)
+    assert "install: step 'guessed' failed" in notes and "fell back to step 'pinned'" in notes, notes
+    assert any(line.lower().startswith("iniconfig==") for line in env.frozen)
