@@ -392,3 +392,18 @@ def test_cli_audit_of_a_venv_reads_its_standard_library_too(tmp_path: Path) -> N
     row = json.loads(result.stdout.strip().splitlines()[-1])["results"]["mini__delete__mini.calc.mul-1a2b3c4d"]
     assert row["channels"] == ["workspace", "git", "environment", "interpreter"], result.output
     assert result.exit_code == 0 and row["passed"], result.output
+
+
+def test_a_constant_no_file_can_hold_as_utf8_is_not_a_fingerprint(tmp_path: Path) -> None:
+    """ftfy 6.3.1: ``re.compile("[\\ud800-\\udfff]")`` compiles to a string with lone surrogates; fingerprinting
+    it raised UnicodeEncodeError in every audit of the package (33 of 79 candidates ``internal_error``)."""
+    from taskforge.audit.env_index import EnvironmentIndex
+    from taskforge.audit.fingerprints import candidates_of
+
+    source = ('def fix(text):\n    """Fix \\ud83d."""\n    pattern = "[\\ud800-\\udfff]+ and a long distinctive tail"\n'
+              '    return SURROGATE_RE.sub(pattern, text, count=12345678)\n')
+    fps = candidates_of({"pkg.fix": source})
+    assert fps and all("\ud800" not in f.text for f in fps)
+    (tmp_path / "env").mkdir()
+    (tmp_path / "env" / "other.py").write_text("x = 1\n")
+    assert EnvironmentIndex.build(tmp_path / "env", {"pkg.fix": source}).blobs == ()

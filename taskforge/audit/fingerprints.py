@@ -396,7 +396,9 @@ def _is_dunder(name: str) -> bool:
 def const_text(const: object) -> str | None:
     """The searchable text of a distinctive constant (None for constants too common to fingerprint)."""
     if isinstance(const, str):
-        return const
+        # a lone surrogate (ftfy 6.3.1's ``re.compile("[\\ud800-\\udfff]")``) is no text a file can hold as
+        # UTF-8; its fingerprint broke every audit of the package (33 candidates ``internal_error``)
+        return const if const.isascii() or _encodable(const) else None
     if isinstance(const, bytes):
         return const.decode("latin-1")
     if isinstance(const, bool) or not isinstance(const, int | float):
@@ -406,6 +408,14 @@ def const_text(const: object) -> str | None:
     if isinstance(const, float) and len(repr(const).strip("-0.")) >= 6:
         return repr(const)
     return None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def iter_code(code: types.CodeType) -> Iterable[types.CodeType]:
