@@ -52,7 +52,8 @@ Every run is killed after ``run_limit_s`` (k x the baseline's slowest suite run 
    every gold grading (repeat 1 grades the gold patch again when one of them was not in its first).
 6. ``audit`` (run before ``contract``: it needs no test run): scrub the agent's workspace and search it, its
    git store and the environment for the deleted code (``taskforge.audit.audit``) -> ``LEAK_FOUND``.
-7. ``battery`` (``Settings.battery``): cheap stand-ins for the deleted code graded on the hidden tests
+7. ``battery`` (``Settings.battery``; run before ``contract``, after ``audit``, so a cheatable candidate pays
+   for no gold or empty-patch grading): cheap stand-ins for the deleted code graded on the hidden tests
    (``taskforge.validate.battery``) -> ``CHEATABLE``; grading stops once the verdict is certain, and
    each stand-in runs only up to a witness (a hidden test the first stand-in failed) unless one passes it;
    a hidden test that loops under a stand-in fails at a deadline (``BATTERY_DEADLINE_*``) and is a witness.
@@ -474,6 +475,16 @@ class _Validation:
                 if refused is not None:
                     return refused
             t = self.lap("calibrate", t)
+            # the stand-ins before the contract: a cheatable candidate is refused before its gold and empty-patch
+            # gradings (multidict 7.2.1: its 2 cheatable candidates took 232 s of the 745 s all candidates took,
+            # 246 s of battery in 678 s of cheatable over session 40's runs). The battery's gradings are
+            # unsealed here (no seal is confirmed yet); a stand-in that passes a sealed assertion passes its
+            # strict in-process form too, so the verdict is the same
+            if self.settings.battery:  # part of the contract: naive mode pays for it too
+                battery = self._battery(task)
+                t = self.lap("battery", t)
+                if battery.cheatable:
+                    return self.reject(RejectReason.CHEATABLE, battery.detail)
             verdict = self._contract(task, affected_p2p, ws, homes)
             t = time.monotonic()
             if verdict is not None:
@@ -504,11 +515,6 @@ class _Validation:
             task = dataclasses.replace(task, provenance={
                 **task.provenance, "forge_chance": sealed_chance, "canary_forge_chance": chance,
                 **({"seals": {n: list(v) for n, v in self.seals.items()}} if self.seals else {})})
-            if self.settings.battery:  # part of the contract: naive mode pays for it too
-                battery = self._battery(task)
-                t = self.lap("battery", t)
-                if battery.cheatable:
-                    return self.reject(RejectReason.CHEATABLE, battery.detail)
         task = dataclasses.replace(task, validation=tuple(self.runs), audit=audit,
                                    provenance={**task.provenance, "stage_seconds": dict(self.stages),
                                                "test_seconds": round(self.test_seconds, 3),
@@ -534,8 +540,11 @@ class _Validation:
         trees = DirectoryTrees(self.profile.repo_dir)
         hidden_only = dataclasses.replace(task, pass_to_pass=())
         names = [n for n in STAND_INS if n != "frame_oracle"]
-        # a stand-in can make the code under test loop: a few times what the gold grading took is plenty
-        gold_s = max((r.seconds for r in self.runs if r.check == "gold_patch"), default=10.0)
+        # a stand-in can make the code under test loop: a few times what a grading of the hidden tests takes is
+        # plenty (the baseline's: their durations plus a run's start and collection; the gold grading's once run)
+        start = max(0.0, max(self.profile.baseline.run_seconds, default=0.0) - self.profile.baseline.suite_seconds())
+        gold_s = max((r.seconds for r in self.runs if r.check == "gold_patch"),
+                     default=max(10.0, start + self.profile.baseline.suite_seconds(task.fail_to_pass)))
         timeout = min(self.limit_s, max(30.0, 5 * gold_s))
         # ... and one test that loops fails after a few times its baseline duration: the failure is the
         # witness that ends the stand-in's grading (``run_battery``), instead of the grading's time limit
