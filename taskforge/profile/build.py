@@ -38,6 +38,7 @@ from taskforge.core.testreport import ReportFlag, TestReport
 from taskforge.profile.baseline import Baseline, compute_baseline
 from taskforge.profile.coverage_map import CoverageMap, coverage_percent, covered_entities, statement_lines
 from taskforge.profile.declared_flaky import without_declared_flaky
+from taskforge.profile.lint_items import without_lint_items
 from taskforge.profile.harness_check import checked_baseline
 from taskforge.profile.subtests import without_subtests
 
@@ -231,6 +232,7 @@ def build_profile(source: str, settings: Settings, sandbox: Sandbox, *, rev: str
         baseline = without_subtests(baseline, Path(snapshot.path), index.test_files)
     if index is not None:  # what the project itself marks flaky (zipp's big-O timing test) is never graded
         baseline = without_declared_flaky(baseline, Path(snapshot.path), index.test_files)
+    baseline = without_lint_items(baseline)  # nor what a lint or type-check plugin collects (pydash's mypy items)
     if settings.grading_check:  # the original graded once as tasks are: tests only plain pytest passes go
         say(f"grading the original of {snapshot.slug} once through the reward path")
         g0 = time.monotonic()
