@@ -38,8 +38,8 @@ from taskforge.core.testreport import ReportFlag, TestReport
 from taskforge.profile.baseline import Baseline, compute_baseline
 from taskforge.profile.coverage_map import CoverageMap, coverage_percent, covered_entities, statement_lines
 from taskforge.profile.declared_flaky import without_declared_flaky
-from taskforge.profile.lint_items import without_lint_items
 from taskforge.profile.harness_check import checked_baseline
+from taskforge.profile.lint_items import without_lint_items
 from taskforge.profile.subtests import without_subtests
 
 SCHEMA_VERSION = 1
