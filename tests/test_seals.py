@@ -348,16 +348,22 @@ def test_a_return_inside_a_helper_the_test_defines_does_not_end_it() -> None:
     assert not _ends_on_its_own(fns["test_p"]) and _ends_on_its_own(fns["test_r"])
 
 
+TEXTFMT_BLANK = ('def title_words(text):\n    """Capitalise every word of ``text``."""\n    if not text.strip():\n'
+                 '        return ""\n    words = text.split()\n    return " ".join(w.capitalize() for w in words)\n\n\n'
+                 'def shout(text):\n    return text.upper() + "!"\n')
 TEST_TITLE_MORE = ("from minipkg.textfmt import title_words\n\n\ndef test_title_words_nonempty():\n"
                    "    assert title_words('one two')\n")
+TEST_TITLE_BLANK = ("from minipkg.textfmt import title_words\n\n\ndef test_title_words_blank():\n"
+                    "    assert not title_words('   ')\n")
 
 
 @pytest.mark.slow
-def test_one_sealed_test_does_not_guard_the_others(tmp_path: Path) -> None:
+def test_a_seal_guards_the_tests_that_run_only_its_deleted_lines(tmp_path: Path) -> None:
     """Session 41: one strong seal set the task's forge chance to 0 whatever it guarded. A forger that computes
-    the sealed value (``title_words("hello big world")``) and writes a "passed" record for the other
-    FAIL_TO_PASS test, which has no literal and so no block of look-alikes, passed every grading. The chance is
-    over the tests no seal guards: 1.0 here, over ``max_forge_chance``, so the task is refused."""
+    the sealed value (``title_words("hello big world")``) has implemented the lines that computing it runs, so an
+    unsealed test that runs only those lines (``title_words('one two')``) is guarded too; one that runs a deleted
+    line no sealed test runs (the blank branch) is not, and with no literal to plant copies of, the chance over
+    it is 1.0, over ``max_forge_chance``: the task is refused."""
     from generate_fixtures import make_mini_project
 
     from generators.candidates import Candidate
@@ -367,12 +373,24 @@ def test_one_sealed_test_does_not_guard_the_others(tmp_path: Path) -> None:
     from taskforge.pipeline.generate import ProfileJob, profile_source
     from taskforge.validate.steps import CandidateJob, validate_candidate
 
-    src = make_mini_project(tmp_path / "minipkg", {"tests/test_title_more.py": TEST_TITLE_MORE})
-    settings = Settings.load({"work_dir": str(tmp_path / "work"), "baseline_runs": 2, "battery": False})
-    profile = profile_source(ProfileJob(str(src), settings.to_dict(), sandbox=HostSandbox()))
-    f2p = ("tests/test_textfmt.py::test_title_words", "tests/test_title_more.py::test_title_words_nonempty")
-    cand = Candidate("stub:minipkg.textfmt.title_words", "stub", "minipkg.textfmt.title_words", f2p, 1.0, "")
-    res = validate_candidate(CandidateJob(profile.profile_dir, cand, settings.to_dict(), sandbox=HostSandbox()))
+    sealed, more = "tests/test_textfmt.py::test_title_words", "tests/test_title_more.py::test_title_words_nonempty"
+    blank = "tests/test_title_blank.py::test_title_words_blank"
+
+    def validate(f2p: tuple[str, ...]) -> Any:
+        files = {"minipkg/textfmt.py": TEXTFMT_BLANK, "tests/test_title_more.py": TEST_TITLE_MORE,
+                 **({"tests/test_title_blank.py": TEST_TITLE_BLANK} if blank in f2p else {})}
+        src = make_mini_project(tmp_path / str(len(f2p)) / "minipkg", files)
+        settings = Settings.load({"work_dir": str(tmp_path / str(len(f2p)) / "work"), "baseline_runs": 2,
+                                  "battery": False})
+        profile = profile_source(ProfileJob(str(src), settings.to_dict(), sandbox=HostSandbox()))
+        cand = Candidate("stub:minipkg.textfmt.title_words", "stub", "minipkg.textfmt.title_words", f2p, 1.0, "")
+        return validate_candidate(CandidateJob(profile.profile_dir, cand, settings.to_dict(), sandbox=HostSandbox()))
+
+    res = validate((sealed, more, blank))
     assert res.task is None and res.rejected is not None, res.task and res.task.provenance
     assert res.rejected.reason is RejectReason.WEAKLY_GUARDED, res.rejected
-    assert "1 of 2 FAIL_TO_PASS tests are sealed" in res.rejected.detail, res.rejected.detail
+    assert "1 of 3 FAIL_TO_PASS tests are sealed, 1 more run only deleted lines a sealed test runs" in \
+        res.rejected.detail, res.rejected.detail
+    ok = validate((sealed, more))
+    assert ok.task is not None, ok.rejected
+    assert ok.task.provenance["forge_chance"] == 0.0 and ok.task.provenance["seal_guarded"] == 1, ok.task.provenance

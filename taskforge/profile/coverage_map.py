@@ -104,6 +104,16 @@ class CoverageMap:
         tests = self._expand(found)
         return tests if among is None else tests & frozenset(among)
 
+    def lines_run_by(self, file: str, lines: Iterable[int], among: Iterable[str]) -> dict[str, frozenset[int]]:
+        """For each test of ``among`` that executed one of ``lines`` of ``file``: the ones it executed."""
+        per = self.lines.get(file, {})
+        keep = frozenset(among)
+        out: dict[str, set[int]] = {}
+        for ln in lines:
+            for test in self._expand(per.get(ln, ())) & keep:
+                out.setdefault(test, set()).add(ln)
+        return {t: frozenset(v) for t, v in out.items()}
+
     def tests_for_entity(self, entity: Entity, among: Iterable[str] | None = None) -> frozenset[str]:
         """Tests that executed the entity's *body* (not just its ``def`` line), or the body of one of its
         alternates (``if``/``else`` implementations: the one this Python runs may be either)."""

@@ -504,16 +504,22 @@ class _Validation:
             # forger that computes the sealed values (part of the feature) and writes records for the other
             # FAIL_TO_PASS tests must still guess the canaries' blocks among those: the chance is over them
             # (0 when every test is sealed), and it is what ``max_forge_chance`` holds the task to
-            sealed_chance = self._forge_chance(task, original, homes, sealed=tuple(self.seals)) if self.seals \
-                else chance
+            # (refined: an unsealed test that runs only deleted lines some sealed test runs is guarded too, since
+            # computing the sealed values takes implementing those lines; python-json-logger 4.2.0's parse
+            # stub: 8 of 201 tests sealed, 193 echo-like ones with no literal, 37 candidates refused without it)
+            guarded = (*self.seals, *self._seal_guarded(deletion.files_before, deletion.files_after,
+                                                        task.fail_to_pass)) if self.seals else ()
+            sealed_chance = self._forge_chance(task, original, homes, sealed=guarded) if self.seals else chance
             if sealed_chance > self.settings.max_forge_chance:
                 return self.reject(RejectReason.WEAKLY_GUARDED, _weak_guard_detail(sealed_chance) + (
-                    f"; {len(self.seals)} of {len(task.fail_to_pass)} FAIL_TO_PASS tests are sealed, and the "
+                    f"; {len(self.seals)} of {len(task.fail_to_pass)} FAIL_TO_PASS tests are sealed, "
+                    f"{len(guarded) - len(self.seals)} more run only deleted lines a sealed test runs, and the "
                     "chance is over the others" if self.seals else "; no sealed assertion held on the gold patch"))
             # forge_chance: of the reward path (over the tests no seal guards); canary_forge_chance: of the
             # canaries alone, what a grader that seals nothing gives (the exported Harbor verifier)
             task = dataclasses.replace(task, provenance={
                 **task.provenance, "forge_chance": sealed_chance, "canary_forge_chance": chance,
+                **({"seal_guarded": len(guarded) - len(self.seals)} if self.seals else {}),
                 **({"seals": {n: list(v) for n, v in self.seals.items()}} if self.seals else {})})
         task = dataclasses.replace(task, validation=tuple(self.runs), audit=audit,
                                    provenance={**task.provenance, "stage_seconds": dict(self.stages),
@@ -565,6 +571,20 @@ class _Validation:
 
         return run_battery(task, self.profile.repo_dir, grade, names=names, stop_when_cheatable=True,
                            first_failure=True, record=record)
+
+    def _seal_guarded(self, before: Mapping[str, str | None], after: Mapping[str, str | None],
+                      f2p: tuple[str, ...]) -> tuple[str, ...]:
+        """The unsealed FAIL_TO_PASS tests every deleted line of which (in the baseline's coverage) a sealed test
+        runs too: a forger that computes the sealed values has implemented those lines. One that runs a deleted
+        line no sealed test runs, or none at all (it fails through an import or a dependent), is not guarded."""
+        cov = self.profile.coverage
+        run_by: dict[str, set[tuple[str, int]]] = {}
+        for f, old in before.items():
+            lines = [ln for start, end in changed_lines(old, after.get(f)) for ln in range(start, end + 1)]
+            for test, hit in cov.lines_run_by(f, lines, f2p).items():
+                run_by.setdefault(test, set()).update((f, ln) for ln in hit)
+        by_seals = set().union(*(run_by.get(t, set()) for t in self.seals))
+        return tuple(t for t in f2p if t not in self.seals and run_by.get(t) and run_by[t] <= by_seals)
 
     def _affected(self, before: Mapping[str, str | None], after: Mapping[str, str | None],
                   among: frozenset[str]) -> set[str]:
