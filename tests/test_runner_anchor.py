@@ -198,3 +198,17 @@ def test_only_the_first_failures_get_a_formatted_traceback(tmp_path: Path) -> No
         outcomes = [r.outcome.value for r in report.results]
         assert outcomes.count("failed") == 61 and outcomes.count("passed") == 1, outcomes
         assert done.stdout.count("(traceback not formatted)") == (brief if tracebacks else 0), done.stdout[-2000:]
+
+
+def test_a_bare_unittest_main_at_the_end_of_a_test_file_does_not_stop_collection(tmp_path: Path) -> None:
+    """toposort 1.10: its test file ends with ``unittest.main()`` outside any ``__main__`` guard; at collection it
+    parsed pytest's arguments and exited, and nothing was collected (plain pytest: an internal error)."""
+    ws = tmp_path / "ws"
+    (ws / "tests").mkdir(parents=True)
+    (ws / "tests" / "test_t.py").write_text("import unittest\n\n\nclass T(unittest.TestCase):\n"
+                                            "    def test_one(self):\n        self.assertEqual(1 + 1, 2)\n\n\n"
+                                            "unittest.main()\n")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    report = _run(ws, scratch)
+    assert [(r["nodeid"], r["outcome"]) for r in report["results"]] == [("tests/test_t.py::T::test_one", "passed")]

@@ -982,6 +982,19 @@ def default_signals() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)  # kill the runs of a taskforge left running)
 
 
+def _quiet_unittest_main() -> None:
+    """``unittest.main()`` does nothing under the runner. toposort 1.10's test file ends with a bare
+    ``unittest.main()`` (no ``if __name__ == "__main__"``): at collection it parsed pytest's arguments, rejected
+    them and raised SystemExit, so pytest collected nothing (plain pytest: internal error, no test run). The
+    test classes it defines are what pytest runs anyway."""
+    import unittest
+
+    def main(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    unittest.main = main  # type: ignore[assignment,misc]
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: pytest_runner.py REQUEST.json", file=sys.stderr)
@@ -1046,6 +1059,7 @@ def main(argv: list[str]) -> int:
 
         _pytest.runner._update_current_test_var = _unset_current_test
 
+    _quiet_unittest_main()
     plugins: list[Any] = [DuplicateIds(out), HypothesisBudget()]
     args, nodeids, paths = _split_nodeids(args)
     if nodeids:
