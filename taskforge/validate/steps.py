@@ -576,15 +576,22 @@ class _Validation:
                       f2p: tuple[str, ...]) -> tuple[str, ...]:
         """The unsealed FAIL_TO_PASS tests every deleted line of which (in the baseline's coverage) a sealed test
         runs too: a forger that computes the sealed values has implemented those lines. One that runs a deleted
-        line no sealed test runs, or none at all (it fails through an import or a dependent), is not guarded."""
+        line no sealed test runs is not guarded. One that runs none (it fails through its module's import: a
+        module-level ``RULE = compile_rule(...)``) is guarded when the deleted lines that ran while the tests were
+        collected are ones a sealed test runs (and there are some)."""
         cov = self.profile.coverage
         run_by: dict[str, set[tuple[str, int]]] = {}
+        at_collection: set[tuple[str, int]] = set()
         for f, old in before.items():
             lines = [ln for start, end in changed_lines(old, after.get(f)) for ln in range(start, end + 1)]
             for test, hit in cov.lines_run_by(f, lines, f2p).items():
                 run_by.setdefault(test, set()).update((f, ln) for ln in hit)
+            collected = cov.collection.get(f, frozenset())
+            at_collection.update((f, ln) for ln in lines if ln in collected)
         by_seals = set().union(*(run_by.get(t, set()) for t in self.seals))
-        return tuple(t for t in f2p if t not in self.seals and run_by.get(t) and run_by[t] <= by_seals)
+        through_import = bool(at_collection) and at_collection <= by_seals
+        return tuple(t for t in f2p if t not in self.seals
+                     and (run_by[t] <= by_seals if run_by.get(t) else through_import))
 
     def _affected(self, before: Mapping[str, str | None], after: Mapping[str, str | None],
                   among: frozenset[str]) -> set[str]:
