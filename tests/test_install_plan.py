@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,22 +56,27 @@ def test_notes_name_every_failed_step_and_the_one_used() -> None:
     assert fallback_notes([], pinned) == ()
 
 
-@pytest.mark.slow
-def test_local_build_falls_back_and_records_why(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """An impossible pin set (two pins of one name, as a union of locks gives) falls back to the names."""
+def _build_tiny_project(spec: EnvSpec, repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A local build of ``spec`` for a one-package project named ``spec.project_name`` written at ``repo``."""
     from sandboxes.local import LocalSandbox
     from taskforge.core.settings import Settings
     from tests.fixtures_repos import write
 
-    write(tmp_path, {"pyproject.toml": '[build-system]\nrequires = ["setuptools"]\n'
-                                       'build-backend = "setuptools.build_meta"\n[project]\nname = "fb"\n'
-                                       'version = "1"\n',
-                     "fb/__init__.py": "", "tests/test_f.py": "def test_f():\n    pass\n"})
-    spec = EnvSpec(project_name="fb", python="3.11", install_target=".",
-                   requirements=("iniconfig==2.0.0", "iniconfig==1.1.1"))
+    name = spec.project_name
+    write(repo, {"pyproject.toml": '[build-system]\nrequires = ["setuptools"]\nbuild-backend = '
+                                   f'"setuptools.build_meta"\n[project]\nname = "{name}"\nversion = "1"\n',
+                 f"{name}/__init__.py": "", f"tests/test_{name}.py": "def test_it():\n    pass\n"})
     work = tmp_path_factory.getbasetemp() / "tf-shared-work"
     work.mkdir(exist_ok=True)
-    env = LocalSandbox(Settings(work_dir=work, install_timeout_s=300), confined=False).prepare(spec, tmp_path)
+    return LocalSandbox(Settings(work_dir=work, install_timeout_s=300), confined=False).prepare(spec, repo)
+
+
+@pytest.mark.slow
+def test_local_build_falls_back_and_records_why(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """An impossible pin set (two pins of one name, as a union of locks gives) falls back to the names."""
+    spec = EnvSpec(project_name="fb", python="3.11", install_target=".",
+                   requirements=("iniconfig==2.0.0", "iniconfig==1.1.1"))
+    env = _build_tiny_project(spec, tmp_path, tmp_path_factory)
     notes = "\n".join(env.spec.notes)
     assert "install: step 'pinned' failed" in notes
     assert "fell back to step 'unpinned'" in notes
@@ -182,19 +188,9 @@ def test_guessed_requirements_go_first_and_only_in_their_own_step() -> None:
 @pytest.mark.slow
 def test_a_wrong_guess_costs_its_own_step_only(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A guessed distribution that does not exist fails the ``guessed`` step; the declared set installs next."""
-    from sandboxes.local import LocalSandbox
-    from taskforge.core.settings import Settings
-    from tests.fixtures_repos import write
-
-    write(tmp_path, {"pyproject.toml": '[build-system]\nrequires = ["setuptools"]\n'
-                                       'build-backend = "setuptools.build_meta"\n[project]\nname = "gs"\n'
-                                       'version = "1"\n',
-                     "gs/__init__.py": "", "tests/test_g.py": "def test_g():\n    pass\n"})
     spec = EnvSpec(project_name="gs", python="3.11", install_target=".", requirements=("iniconfig",),
                    guessed_requirements=("taskforge-no-such-distribution-0",))
-    work = tmp_path_factory.getbasetemp() / "tf-shared-work"
-    work.mkdir(exist_ok=True)
-    env = LocalSandbox(Settings(work_dir=work, install_timeout_s=300), confined=False).prepare(spec, tmp_path)
+    env = _build_tiny_project(spec, tmp_path, tmp_path_factory)
     notes = "\n".join(env.spec.notes)
     assert "install: step 'guessed' failed" in notes and "fell back to step 'pinned'" in notes, notes
     assert any(line.lower().startswith("iniconfig==") for line in env.frozen)
