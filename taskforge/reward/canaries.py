@@ -875,7 +875,8 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
                            loose | slow | lenient)
     drawn = sorted(twinnable)
     rng.shuffle(drawn)
-    done = sealed_units(f2p, set(sealed))
+    sealed_ids = set(sealed)
+    done = sealed_units(f2p, sealed_ids)
     drawn.sort(key=lambda unit: unit in done)  # (stable: the draw's order within each group)
     blocked = set(drawn[:TWIN_BLOCKS])
     per_block = _copies_per_block(len(blocked - done) or len(blocked))
@@ -978,7 +979,7 @@ def plant_canaries(workspace: Path, hidden_files: Iterable[str], *, pass_to_pass
         expect = {c: want for n, want in expect.items() for c in homes.collected(n, known)}
         sources = {c: text for n, text in sources.items() for c in homes.collected(n, known)}
     return CanaryPlan(expect=expect, plugin_module=module, files=tuple(files), standalone=standalone,
-                      sources=sources, forge_chance=0.0 if done and done >= _unit_keys(f2p) else chance,
+                      sources=sources, forge_chance=0.0 if _all_sealed(f2p, sealed_ids) else chance,
                       origins=collected_origins)
 
 
@@ -1098,10 +1099,6 @@ def _twins(source: str, fn: ast.FunctionDef, key: str, rel: str, rng: random.Ran
     return 1.0 / (len(copies) + 1)
 
 
-def _unit_keys(nodeids: Iterable[str]) -> set[tuple[str, str]]:
-    return {(n.partition("::")[0], n.partition("::")[2].split("[", 1)[0]) for n in nodeids}
-
-
 def sealed_units(fail_to_pass: Iterable[str], sealed: AbstractSet[str]) -> set[tuple[str, str]]:
     """(file, unit key) of the FAIL_TO_PASS tests every one of whose ids is in ``sealed``."""
     units: dict[tuple[str, str], bool] = {}
@@ -1110,6 +1107,10 @@ def sealed_units(fail_to_pass: Iterable[str], sealed: AbstractSet[str]) -> set[t
         unit = (rel, rest.split("[", 1)[0])
         units[unit] = units.get(unit, True) and n in sealed
     return {unit for unit, all_sealed in units.items() if all_sealed}
+
+
+def _all_sealed(fail_to_pass: AbstractSet[str], sealed: Iterable[str]) -> bool:
+    return bool(fail_to_pass) and fail_to_pass <= set(sealed)
 
 
 def forge_chance(files: Mapping[str, str], fail_to_pass: Iterable[str], strict: str = "",
@@ -1134,9 +1135,9 @@ def forge_chance(files: Mapping[str, str], fail_to_pass: Iterable[str], strict: 
         except (SyntaxError, ValueError):
             continue
     fail_to_pass = set(fail_to_pass)
-    done = sealed_units(fail_to_pass, set(sealed))
-    if done and done >= _unit_keys(fail_to_pass):
+    if _all_sealed(fail_to_pass, sealed):
         return 0.0
+    done = sealed_units(fail_to_pass, set(sealed))
     blocks = [u for u in _twinnable(hosts, fail_to_pass, strict, loose) if u not in done][:TWIN_BLOCKS]
     count = _copies_per_block(len(blocks))
     rng = random.Random(0)
