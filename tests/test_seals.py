@@ -394,3 +394,7 @@ def test_a_seal_guards_the_tests_that_run_only_its_deleted_lines(tmp_path: Path)
     ok = validate((sealed, more))
     assert ok.task is not None, ok.rejected
     assert ok.task.provenance["forge_chance"] == 0.0 and ok.task.provenance["seal_guarded"] == 1, ok.task.provenance
+    # the gradings draw the canaries' blocks from the other tests first, as this chance assumes
+    assert ok.task.provenance["seal_guarded_tests"] == [more]
+    from taskforge.reward.reward import _seal_guarded
+    assert _seal_guarded(ok.task) == (more,)

@@ -299,7 +299,7 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path, rng: rand
                               uncopied=tuple(uncopied or ()), unchangeable=tuple(unchangeable or ()),
                               src_root=src_root, allowed_plugin_files=plugins, strict_eq=strict, rng=rng,
                               seal=seal_name if sealed.sites else "", tokens=tuple(sealed.sites),
-                              sealed=() if seal_probe else tuple(homes.homes(sealed.required)))
+                              sealed=() if seal_probe else tuple(homes.homes((*sealed.required, *_seal_guarded(task)))))
         if memo_key is not None:
             written = dict.fromkeys((*hidden, *plan.files))
             _PLANTED.put(memo_key, ({rel: (workspace / rel).read_text(encoding="utf-8") for rel in written}, plan))
@@ -312,6 +312,13 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path, rng: rand
             *selected]
     return args, plan, flags, detail, (*read_only_paths(workspace, protected), ini_name), \
         top_level_names(original, spec.src_roots), sealed
+
+
+def _seal_guarded(task: Task) -> tuple[str, ...]:
+    """The unsealed FAIL_TO_PASS tests validation counted as guarded by the seals (they run only deleted lines a
+    sealed test runs: ``validate.steps``): the canaries' blocks go to the others first, as its forge chance assumes."""
+    guarded = task.provenance.get("seal_guarded_tests", ()) if isinstance(task.provenance, Mapping) else ()
+    return tuple(str(n) for n in guarded) if isinstance(guarded, list | tuple) else ()
 
 
 def read_only_paths(workspace: Path, protected: ProtectedPaths) -> tuple[str, ...]:

@@ -519,7 +519,8 @@ class _Validation:
             # canaries alone, what a grader that seals nothing gives (the exported Harbor verifier)
             task = dataclasses.replace(task, provenance={
                 **task.provenance, "forge_chance": sealed_chance, "canary_forge_chance": chance,
-                **({"seal_guarded": len(guarded) - len(self.seals)} if self.seals else {}),
+                **({"seal_guarded": len(guarded) - len(self.seals),
+                    "seal_guarded_tests": list(guarded[len(self.seals):])} if self.seals else {}),
                 **({"seals": {n: list(v) for n, v in self.seals.items()}} if self.seals else {})})
         task = dataclasses.replace(task, validation=tuple(self.runs), audit=audit,
                                    provenance={**task.provenance, "stage_seconds": dict(self.stages),
