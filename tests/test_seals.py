@@ -376,12 +376,13 @@ def test_a_seal_guards_the_tests_that_run_only_its_deleted_lines(tmp_path: Path)
     sealed, more = "tests/test_textfmt.py::test_title_words", "tests/test_title_more.py::test_title_words_nonempty"
     blank = "tests/test_title_blank.py::test_title_words_blank"
 
-    def validate(f2p: tuple[str, ...]) -> Any:
+    def validate(f2p: tuple[str, ...], share: float = 0.01) -> Any:
         files = {"minipkg/textfmt.py": TEXTFMT_BLANK, "tests/test_title_more.py": TEST_TITLE_MORE,
                  **({"tests/test_title_blank.py": TEST_TITLE_BLANK} if blank in f2p else {})}
-        src = make_mini_project(tmp_path / str(len(f2p)) / "minipkg", files)
-        settings = Settings.load({"work_dir": str(tmp_path / str(len(f2p)) / "work"), "baseline_runs": 2,
-                                  "battery": False})
+        home = tmp_path / f"{len(f2p)}-{share}"
+        src = make_mini_project(home / "minipkg", files)
+        settings = Settings.load({"work_dir": str(home / "work"), "baseline_runs": 2, "battery": False,
+                                  "max_unguarded_share": share})
         profile = profile_source(ProfileJob(str(src), settings.to_dict(), sandbox=HostSandbox()))
         cand = Candidate("stub:minipkg.textfmt.title_words", "stub", "minipkg.textfmt.title_words", f2p, 1.0, "")
         return validate_candidate(CandidateJob(profile.profile_dir, cand, settings.to_dict(), sandbox=HostSandbox()))
@@ -398,3 +399,9 @@ def test_a_seal_guards_the_tests_that_run_only_its_deleted_lines(tmp_path: Path)
     assert ok.task.provenance["seal_guarded_tests"] == [more]
     from taskforge.reward.reward import _seal_guarded
     assert _seal_guarded(ok.task) == (more,)
+    # session 42: when the unguarded tests are few (here 1 of 3, under a share of 1/2), they leave the task
+    # instead: a test out of the reward is none a forger can take, and the rest is guarded
+    few = validate((sealed, more, blank), share=0.5)
+    assert few.task is not None, few.rejected
+    assert few.task.fail_to_pass == (sealed, more) and few.task.provenance["unguarded"] == [blank]
+    assert few.task.provenance["forge_chance"] == 0.0, few.task.provenance

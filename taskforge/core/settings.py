@@ -47,6 +47,12 @@ class Settings:
                                    "passing the tests its stand-in ran and telling look-alike copies apart by "
                                    "reading the hidden files, would pass more than this share of gradings "
                                    "(taskforge.reward.canaries.forge_chance; 1.0 keeps every task).", 1 / 8)
+    max_unguarded_share: float = _doc("At validation, a task over max_forge_chance whose seals (and the deleted "
+                                      "lines they run) guard all but at most this share of its FAIL_TO_PASS "
+                                      "tests loses those few tests (provenance 'unguarded') instead of being "
+                                      "refused: a test that leaves the reward is none a forger can take (idna "
+                                      "3.20's ulabel stub: 6 error-branch tests of 6391, no literal to seal or "
+                                      "copy); 0 refuses such tasks.", 0.01)
     local_memory_mb: int = _doc("Memory cap of one confined local test run (MB).", 4096)
     local_pids: int = _doc("Process cap of one confined local test run.", 1024)
     python: str = _doc("Python interpreter used to build environments (local sandbox).", "python3.11")

@@ -510,6 +510,16 @@ class _Validation:
             guarded = (*self.seals, *self._seal_guarded(deletion.files_before, deletion.files_after,
                                                         task.fail_to_pass)) if self.seals else ()
             sealed_chance = self._forge_chance(task, original, homes, sealed=guarded) if self.seals else chance
+            if sealed_chance > self.settings.max_forge_chance and self.seals and (
+                    unguarded := self._unguarded_few(task.fail_to_pass, guarded)):
+                # the few tests nothing guards leave the task: forging their records gains nothing then, and
+                # the rest is guarded (idna 3.20: 6 error-branch tests of 6391, 3 candidates refused without it)
+                from generators.difficulty import with_fail_to_pass
+
+                kept = tuple(n for n in task.fail_to_pass if n not in set(unguarded))
+                task = dataclasses.replace(task, fail_to_pass=kept, difficulty=with_fail_to_pass(task.difficulty, len(kept)),
+                                           provenance={**task.provenance, "unguarded": list(unguarded)})
+                sealed_chance = self._forge_chance(task, original, homes, sealed=guarded)
             if sealed_chance > self.settings.max_forge_chance:
                 return self.reject(RejectReason.WEAKLY_GUARDED, _weak_guard_detail(sealed_chance) + (
                     f"; {len(self.seals)} of {len(task.fail_to_pass)} FAIL_TO_PASS tests are sealed, "
@@ -593,6 +603,14 @@ class _Validation:
         through_import = bool(at_collection) and at_collection <= by_seals
         return tuple(t for t in f2p if t not in self.seals
                      and (run_by[t] <= by_seals if run_by.get(t) else through_import))
+
+    def _unguarded_few(self, f2p: tuple[str, ...], guarded: tuple[str, ...]) -> tuple[str, ...]:
+        """The FAIL_TO_PASS tests outside ``guarded`` when they are at most ``max_unguarded_share`` of ``f2p``
+        and some test is guarded (empty otherwise: the task stands or falls on its forge chance)."""
+        rest = tuple(n for n in f2p if n not in set(guarded))
+        if not rest or len(rest) == len(f2p) or len(rest) > self.settings.max_unguarded_share * len(f2p):
+            return ()
+        return rest
 
     def _affected(self, before: Mapping[str, str | None], after: Mapping[str, str | None],
                   among: frozenset[str]) -> set[str]:
