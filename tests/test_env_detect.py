@@ -432,6 +432,20 @@ def test_an_extra_backing_an_optional_import_of_the_package_is_installed(tmp_pat
     assert "plot: matplotlib (lazy)" in note
 
 
+def test_an_extra_whose_distribution_name_carries_a_py_tag_backs_its_module(tmp_path: Path) -> None:
+    """markdown-it-py 4.3.0: ``main.py`` imports ``linkify_it`` under try/except ImportError, and its ``linkify``
+    extra holds ``linkify-it-py``; the name was not matched to the module, so 31 linkify tests skipped (plain
+    pytest 1190 passes, taskforge 1158)."""
+    write(tmp_path, {
+        "pyproject.toml": ('[project]\nname = "mdpkg"\nversion = "1.0"\n\n[project.optional-dependencies]\n'
+                           'testing = ["pytest"]\nlinkify = ["linkify-it-py>=1,<3"]\nyaml = ["py-yaml-thing"]\n'),
+        "mdpkg/__init__.py": "try:\n    import linkify_it\nexcept ImportError:\n    linkify_it = None\n",
+        "tests/test_m.py": "import mdpkg\n\ndef test_m():\n    pass\n",
+    })
+    spec = detect_env(tmp_path)
+    assert spec.install_target == ".[testing,linkify]", spec.notes
+
+
 def test_extras_nobody_imports_or_never_test_extras_are_not_installed(tmp_path: Path) -> None:
     """docs (an excluded extra) is imported lazily, native (an accelerator: semver 3.1.2's Rust parser, tried
     before its own regex) under try/except ImportError, attrs only adds a declared dependency, fast's orjson
