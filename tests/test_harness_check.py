@@ -358,3 +358,44 @@ def test_a_wide_fixtures_coverage_counts_for_every_test_that_uses_it(tmp_path: P
     assert prof.coverage.tests_for_entity(prof.index.entity("keys.gen.sign")) == {
         "tests/test_unit.py::KeyTests::test_sign"}
     assert not any(t.startswith("<") for t in prof.coverage.tests)
+
+
+STATEFUL = '''\
+import pytest
+
+CASES = ["plain", "switch", "switched", "also_switched"]
+
+
+class TestTable:
+    mode = "off"
+
+    @pytest.mark.parametrize("case", CASES)
+    def test_case(self, case):
+        if case == "switch":  # an options row: it sets the class's state and skips (wcmatch's ``Options``)
+            type(self).mode = "on"
+            pytest.skip("change options")
+        assert type(self).mode == ("off" if case == "plain" else "on")
+'''
+
+
+def test_skipped_tests_beside_the_graded_ones_run_along(tmp_path: Path) -> None:
+    """wcmatch 12.0.4: ``Options`` rows of a case table set class attributes and skip; the cases after them rely
+    on that. A grading that selected the reliable tests left the skipped rows out, and the check dropped 319 of
+    3,169 tests as failing only under the grading harness. The skipped tests beside them run along, ungraded
+    (``taskforge.core.companions``), in the check, in validation's runs and in every grading."""
+    from taskforge.core.companions import companions
+
+    src = make_toy_project(tmp_path / "toy")
+    write(src, {"tests/test_stateful.py": STATEFUL})
+    prof = build_profile(str(src), Settings(work_dir=tmp_path / "work", baseline_runs=1), SubprocessSandbox())
+    s = "tests/test_stateful.py::TestTable::test_case"
+    assert f"{s}[switch]" in prof.baseline.skipped
+    assert {f"{s}[plain]", f"{s}[switched]", f"{s}[also_switched]"} <= prof.baseline.reliable
+    assert not prof.baseline.grading_failed, prof.baseline.grading_check
+    task = check_task(src, prof.env, prof.baseline)
+    assert f"{s}[switch]" in task.provenance["companions"]
+    # beside: the same class (or the same module, for module-level tests), never the requested ones
+    assert companions(prof.baseline.skipped, [f"{s}[switched]"]) == (f"{s}[switch]",)
+    assert companions(prof.baseline.skipped, [f"{s}[plain]", f"{s}[switch]"]) == ()
+    assert companions(prof.baseline.skipped, ["tests/test_toy.py::test_add"]) == (
+        "tests/test_toy.py::test_skipped", "tests/test_toy.py::test_xfail")

@@ -272,7 +272,9 @@ def export_task(ds: Dataset, task: Task, dest: Path, options: HarborOptions) -> 
                   "strict_token": STRICT_TOKEN, "monitor_zero": options.monitor_zero,
                   "monitor_exempt": sorted({f.rule for f in scan_patch(task.patch)}),
                   "uncopied": list(task.provenance.get("uncopied", ()) or ()),
-                  "unchangeable": list(task.provenance.get("unchangeable", ()) or ()), **rules}
+                  "unchangeable": list(task.provenance.get("unchangeable", ()) or ()),
+                  # skipped tests beside the task's, run along and ungraded (taskforge.core.companions)
+                  "companions": list(task.provenance.get("companions", ()) or ()), **rules}
         (tests_dir / "config.json").write_text(json.dumps(config, indent=2))
         (tests_dir / "test.sh").write_text(harbor_files.test_sh(task))
         (tests_dir / "test.sh").chmod(0o755)

@@ -91,7 +91,9 @@ def _run_tests(cfg: dict, ws: Path, scratch: Path, python: str, tests_dir: Path,
                                    src_root=src_root, allowed_plugin_files=tuple(cfg.get("allowed_plugin_files", ())),
                                    strict_eq=strict, uncopied=tuple(cfg.get("uncopied", ())),
                                    unchangeable=tuple(cfg.get("unchangeable", ())))
-    selected = [*cfg["fail_to_pass"], *cfg["pass_to_pass"], *plan.nodeids]
+    # companions: the baseline's skipped tests beside the task's, run along and ungraded (a test's state may be
+    # set by one that skips after: taskforge.core.companions)
+    selected = [*cfg["fail_to_pass"], *cfg["pass_to_pass"], *cfg.get("companions", []), *plan.nodeids]
     random.SystemRandom().shuffle(selected)  # canaries are not the last ids of the request
     log = io / "output.log"
     log.touch(mode=0o600)

@@ -10,8 +10,9 @@ FAIL_TO_PASS test: every candidate that relies on it is rejected after a full pi
 ``grading_check(...)`` grades the original (empty patch, nothing deleted) with every reliable test in the
 request, the way the gold patch is graded (untrusted: a fresh confined run), every hideable one as
 FAIL_TO_PASS, so its file gets the canaries and the strict equality a hidden test file gets; the other
-reliable tests (doctests outside test files) as PASS_TO_PASS. One run of the suite, killed after the
-validator's run limit (``taskforge.validate.from_baseline.run_limit_s``). Reliable tests that do not pass
+reliable tests (doctests outside test files) as PASS_TO_PASS, and the skipped tests beside them run along,
+ungraded (``taskforge.core.companions``: wcmatch's case tables set state in rows that skip). One run of the
+suite, killed after the validator's run limit (``taskforge.validate.from_baseline.run_limit_s``). Reliable tests that do not pass
 there leave ``Baseline.passed`` for ``Baseline.grading_failed`` (``Baseline.with_grading_check``).
 
 It never raises and never takes the baseline apart: when the run itself does not give a verdict (the
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from sandboxes.protocol import Sandbox
+from taskforge.core.companions import companions
 from taskforge.core.environment import PreparedEnv
 from taskforge.core.settings import Settings
 from taskforge.core.task import Difficulty, Task
@@ -50,10 +52,12 @@ def check_task(repo_dir: Path, env: PreparedEnv, baseline: Baseline, *, name: st
     f2p_set = set(f2p)
     p2p = tuple(n for n in reliable if n not in f2p_set)
     label = name or Path(repo_dir).name
+    along = companions(baseline.skipped, reliable)  # run along, ungraded (taskforge.core.companions)
     return Task(instance_id=f"{label}__grading-check", repo=label, source=str(repo_dir), base_commit="",
                 version="", created_at="", strategy="none", entities=(), setup_patch="", patch="",
                 test_patch="", problem_statement="", fail_to_pass=f2p, pass_to_pass=p2p, env_spec=env.spec,
-                difficulty=Difficulty(0, 0, 0, 0, 0, 0, 0, 0, len(f2p), 0.0), env_frozen=env.frozen)
+                difficulty=Difficulty(0, 0, 0, 0, 0, 0, 0, 0, len(f2p), 0.0), env_frozen=env.frozen,
+                provenance={"companions": list(along)} if along else {})
 
 
 def grading_check(repo_dir: Path, env: PreparedEnv, baseline: Baseline, sandbox: Sandbox, settings: Settings,

@@ -34,6 +34,7 @@ from typing import Any
 import unidiff
 
 from sandboxes.protocol import RunRequest, Sandbox
+from taskforge.core.companions import companions
 from taskforge.core.environment import PreparedEnv
 from taskforge.core.errors import PatchError, TaskforgeError
 from taskforge.core.patches import apply
@@ -303,7 +304,7 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path, rng: rand
         if memo_key is not None:
             written = dict.fromkeys((*hidden, *plan.files))
             _PLANTED.put(memo_key, ({rel: (workspace / rel).read_text(encoding="utf-8") for rel in written}, plan))
-    selected = [*tests, *plan.nodeids]
+    selected = [*tests, *_companions(task, tests), *plan.nodeids]
     # canaries are not the last ids of the request (the runner runs the files in a plain pytest's order, each
     # file's tests in collection order, whatever the request's order: ``_split_nodeids``); the gradings of one
     # battery (the same seed and files) run their tests in one order (``taskforge.validate.battery.run_battery``)
@@ -312,6 +313,12 @@ def _assemble(task: Task, patch: str, original: Path, workspace: Path, rng: rand
             *selected]
     return args, plan, flags, detail, (*read_only_paths(workspace, protected), ini_name), \
         top_level_names(original, spec.src_roots), sealed
+
+
+def _companions(task: Task, tests: Iterable[str]) -> tuple[str, ...]:
+    """The task's companions (``taskforge.core.companions``: skipped tests run along, ungraded) beside ``tests``."""
+    along = task.provenance.get("companions", ()) if isinstance(task.provenance, Mapping) else ()
+    return companions(along, tests) if isinstance(along, list | tuple) else ()
 
 
 def _seal_guarded(task: Task) -> tuple[str, ...]:

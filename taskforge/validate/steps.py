@@ -81,6 +81,7 @@ from pathlib import Path
 from typing import Any
 
 from taskforge.core import pyparse
+from taskforge.core.companions import companions
 from taskforge.core.files import copy_ignore
 from taskforge.core.outcomes import Accepted, Rejected, RejectReason
 from taskforge.core.patches import diff
@@ -215,7 +216,8 @@ class _Validation:
         t = time.monotonic()
         stop = {"PYTEST_ADDOPTS": "--maxfail=1"} if check == "p2p_broken" and not self.naive else {}
         default, own = self.test_deadlines(() if self.naive else tests)
-        request = RunRequest(tests=() if self.naive else tests, timeout_s=self.limit_s,
+        along = companions(self.profile.baseline.skipped, tests)  # ungraded (taskforge.core.companions)
+        request = RunRequest(tests=() if self.naive else (*tests, *along), timeout_s=self.limit_s,
                              tracebacks=self.naive, env=stop, test_deadline_s=default, test_deadlines=own)
         out = self.sandbox.run(self.env_for_run(), workspace, request)
         elapsed = time.monotonic() - t

@@ -35,6 +35,10 @@ def build_task(profile: Any, cand: Any, deletion: Any, original: Mapping[str, st
     from generators.dependent_stubs import task_label
 
     instance_id = make_instance_id(snap.name, snap.version, deletion.strategy, task_label(deletion), patches)
+    from taskforge.core.companions import companions
+
+    # skipped tests beside the task's tests: every grading runs them along, ungraded (taskforge.core.companions)
+    along = companions(profile.baseline.skipped, (*f2p, *p2p))
     return Task(
         instance_id=instance_id, repo=snap.name, source=snap.source, base_commit=snap.commit,
         version=snap.version, created_at=snap.created_at, strategy=deletion.strategy,
@@ -45,6 +49,7 @@ def build_task(profile: Any, cand: Any, deletion: Any, original: Mapping[str, st
         provenance={"taskforge_version": taskforge.__version__, "generator": deletion.strategy,
                     "candidate": cand.to_dict(), **dict(job_provenance),
                     **({"stubbed_dependents": list(deletion.stubbed)} if deletion.stubbed else {}),
+                    **({"companions": list(along)} if along else {}),
                     "statement_check": check.to_dict()},
     )
 
