@@ -392,6 +392,10 @@ def test_a_seal_guards_the_tests_that_run_only_its_deleted_lines(tmp_path: Path)
     assert res.rejected.reason is RejectReason.WEAKLY_GUARDED, res.rejected
     assert "1 of 3 FAIL_TO_PASS tests are sealed, 1 more run only deleted lines a sealed test runs" in \
         res.rejected.detail, res.rejected.detail
+    # session 42: even with every sealable assertion sealed the task is over the limit (``_doomed``), so its gold
+    # grading, which confirms the seals, went first, and the verdict on them came before the battery and the
+    # empty-patch grading
+    assert "gold_patch" in res.stages and "empty_patch" not in res.stages, res.stages
     ok = validate((sealed, more))
     assert ok.task is not None, ok.rejected
     assert ok.task.provenance["forge_chance"] == 0.0 and ok.task.provenance["seal_guarded"] == 1, ok.task.provenance

@@ -57,6 +57,11 @@ Every run is killed after ``run_limit_s`` (k x the baseline's slowest suite run 
    (``taskforge.validate.battery``) -> ``CHEATABLE``; grading stops once the verdict is certain, and
    each stand-in runs only up to a witness (a hidden test the first stand-in failed) unless one passes it;
    a hidden test that loops under a stand-in fails at a deadline (``BATTERY_DEADLINE_*``) and is a witness.
+8. seals (after the contract's first gold grading, which confirms them): the forge chance over the FAIL_TO_PASS
+   tests no seal guards -> ``WEAKLY_GUARDED`` (a few such tests, ``max_unguarded_share``, leave the task
+   instead, ``provenance["unguarded"]``). A task over the limit even if every sealable assertion held
+   (``_doomed``) has that gold grading and this verdict before the battery, so it pays for neither the
+   battery nor the empty-patch grading.
 
 The warm sandbox's runs (every check above but the gold gradings, which are confined) share a cache of
 assert-rewritten test modules keyed by their bytes (``sandboxes/runner/rewrite_cache.py``): a test file
@@ -76,7 +81,7 @@ import shutil
 import tempfile
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +178,7 @@ class _Validation:
         self.seals: dict[str, tuple[str, ...]] = {}  # the gold probe's confirmed sealed sites (reward.seals)
         self.order_dependent: tuple[str, ...] = ()  # hidden tests green under the deletion when run alone
         self.probed = False
+        self.first_gold_verdict: CandidateResult | None = None  # ``_first_gold``
 
     def cleanup(self) -> None:
         for d in self._scratch:
@@ -482,12 +488,24 @@ class _Validation:
             # 246 s of battery in 678 s of cheatable over session 40's runs). The battery's gradings are
             # unsealed here (no seal is confirmed yet); a stand-in that passes a sealed assertion passes its
             # strict in-process form too, so the verdict is the same
+            def seal_verdict(graded: Task) -> CandidateResult | None:  # once the first gold grading probed
+                return self._seal_verdict(graded, original, homes, deletion, chance)[3]
+
+            # a task the seals cannot guard even if every sealable assertion holds (``_doomed``): its first gold
+            # grading, which confirms the seals, goes before the battery, and the verdict on them right after
+            # (idna 3.20: 5 weakly_guarded candidates paid ~60 s each of battery, gold and empty-patch gradings)
+            if not self.naive and self._doomed(task, original, homes, deletion):
+                if (verdict := self._first_gold(task, affected_p2p, homes)) is not None:
+                    return verdict
+                if (verdict := seal_verdict(task)) is not None:
+                    return verdict
+                t = time.monotonic()
             if self.settings.battery:  # part of the contract: naive mode pays for it too
                 battery = self._battery(task)
                 t = self.lap("battery", t)
                 if battery.cheatable:
                     return self.reject(RejectReason.CHEATABLE, battery.detail)
-            verdict = self._contract(task, affected_p2p, ws, homes)
+            verdict = self._contract(task, affected_p2p, ws, homes, seal_verdict)
             t = time.monotonic()
             if verdict is not None:
                 return verdict
@@ -509,11 +527,10 @@ class _Validation:
             # (refined: an unsealed test that runs only deleted lines some sealed test runs is guarded too, since
             # computing the sealed values takes implementing those lines; python-json-logger 4.2.0's parse
             # stub: 8 of 201 tests sealed, 193 echo-like ones with no literal, 37 candidates refused without it)
-            guarded = (*self.seals, *self._seal_guarded(deletion.files_before, deletion.files_after,
-                                                        task.fail_to_pass)) if self.seals else ()
-            sealed_chance = self._forge_chance(task, original, homes, sealed=guarded) if self.seals else chance
-            if sealed_chance > self.settings.max_forge_chance and self.seals and (
-                    unguarded := self._unguarded_few(task.fail_to_pass, guarded)):
+            sealed_chance, guarded, unguarded, refused = self._seal_verdict(task, original, homes, deletion, chance)
+            if refused is not None:
+                return refused
+            if unguarded:
                 # the few tests nothing guards leave the task: forging their records gains nothing then, and
                 # the rest is guarded (idna 3.20: 6 error-branch tests of 6391, 3 candidates refused without it)
                 from generators.difficulty import with_fail_to_pass
@@ -521,12 +538,6 @@ class _Validation:
                 kept = tuple(n for n in task.fail_to_pass if n not in set(unguarded))
                 task = dataclasses.replace(task, fail_to_pass=kept, difficulty=with_fail_to_pass(task.difficulty, len(kept)),
                                            provenance={**task.provenance, "unguarded": list(unguarded)})
-                sealed_chance = self._forge_chance(task, original, homes, sealed=guarded)
-            if sealed_chance > self.settings.max_forge_chance:
-                return self.reject(RejectReason.WEAKLY_GUARDED, _weak_guard_detail(sealed_chance) + (
-                    f"; {len(self.seals)} of {len(task.fail_to_pass)} FAIL_TO_PASS tests are sealed, "
-                    f"{len(guarded) - len(self.seals)} more run only deleted lines a sealed test runs, and the "
-                    "chance is over the others" if self.seals else "; no sealed assertion held on the gold patch"))
             # forge_chance: of the reward path (over the tests no seal guards); canary_forge_chance: of the
             # canaries alone, what a grader that seals nothing gives (the exported Harbor verifier)
             task = dataclasses.replace(task, provenance={
@@ -586,12 +597,14 @@ class _Validation:
                            first_failure=True, record=record)
 
     def _seal_guarded(self, before: Mapping[str, str | None], after: Mapping[str, str | None],
-                      f2p: tuple[str, ...]) -> tuple[str, ...]:
+                      f2p: tuple[str, ...], sealed: Iterable[str] | None = None) -> tuple[str, ...]:
         """The unsealed FAIL_TO_PASS tests every deleted line of which (in the baseline's coverage) a sealed test
         runs too: a forger that computes the sealed values has implemented those lines. One that runs a deleted
         line no sealed test runs is not guarded. One that runs none (it fails through its module's import: a
         module-level ``RULE = compile_rule(...)``) is guarded when the deleted lines that ran while the tests were
-        collected are ones a sealed test runs (and there are some)."""
+        collected are ones a sealed test runs (and there are some). ``sealed``: the sealed tests (default: the
+        confirmed ``self.seals``)."""
+        seals = set(self.seals if sealed is None else sealed)
         cov = self.profile.coverage
         run_by: dict[str, set[tuple[str, int]]] = {}
         at_collection: set[tuple[str, int]] = set()
@@ -601,10 +614,49 @@ class _Validation:
                 run_by.setdefault(test, set()).update((f, ln) for ln in hit)
             collected = cov.collection.get(f, frozenset())
             at_collection.update((f, ln) for ln in lines if ln in collected)
-        by_seals = set().union(*(run_by.get(t, set()) for t in self.seals))
+        by_seals = set().union(*(run_by.get(t, set()) for t in seals))
         through_import = bool(at_collection) and at_collection <= by_seals
-        return tuple(t for t in f2p if t not in self.seals
+        return tuple(t for t in f2p if t not in seals
                      and (run_by[t] <= by_seals if run_by.get(t) else through_import))
+
+    def _seal_verdict(self, task: Task, original: Mapping[str, str | None], homes: Homes, deletion: Any,
+                      chance: float) -> tuple[float, tuple[str, ...], tuple[str, ...], CandidateResult | None]:
+        """Once the first gold grading has confirmed the seals: (the forge chance of the reward path, the
+        FAIL_TO_PASS tests the seals guard, the few unguarded ones that leave the task, the ``WEAKLY_GUARDED``
+        rejection when the chance is over ``max_forge_chance`` all the same). ``chance``: the canaries' alone,
+        the chance when no seal held."""
+        if not self.seals:
+            refused = self.reject(RejectReason.WEAKLY_GUARDED, _weak_guard_detail(chance)
+                                  + "; no sealed assertion held on the gold patch") \
+                if chance > self.settings.max_forge_chance else None
+            return chance, (), (), refused
+        guarded = (*self.seals, *self._seal_guarded(deletion.files_before, deletion.files_after, task.fail_to_pass))
+        sealed_chance = self._forge_chance(task, original, homes, sealed=guarded)
+        unguarded: tuple[str, ...] = ()
+        if sealed_chance > self.settings.max_forge_chance and (
+                unguarded := self._unguarded_few(task.fail_to_pass, guarded)):
+            sealed_chance = self._forge_chance(dataclasses.replace(task, fail_to_pass=tuple(
+                n for n in task.fail_to_pass if n not in set(unguarded))), original, homes, sealed=guarded)
+        if sealed_chance <= self.settings.max_forge_chance:
+            return sealed_chance, guarded, unguarded, None
+        return sealed_chance, guarded, unguarded, self.reject(RejectReason.WEAKLY_GUARDED, _weak_guard_detail(
+            sealed_chance) + f"; {len(self.seals)} of {len(task.fail_to_pass)} FAIL_TO_PASS tests are sealed, "
+            f"{len(guarded) - len(self.seals)} more run only deleted lines a sealed test runs, and the chance is "
+            "over the others")
+
+    def _doomed(self, task: Task, original: Mapping[str, str | None], homes: Homes, deletion: Any) -> bool:
+        """Whether the task is over ``max_forge_chance`` even if every sealable assertion of its FAIL_TO_PASS
+        tests holds on the gold patch (``_sealable_tests``; the tests their deleted lines guard counted, with
+        no few unguarded ones to drop): then only seals that fail to hold could save it, through the canaries'
+        own chance, and its first gold grading goes before the battery (``run``)."""
+        sealable = self._sealable_tests(task, original, homes)
+        if not sealable:
+            return False
+        guarded = (*sealable, *self._seal_guarded(deletion.files_before, deletion.files_after, task.fail_to_pass,
+                                                  sealed=sealable))
+        if self._unguarded_few(task.fail_to_pass, guarded):
+            return False
+        return self._forge_chance(task, original, homes, sealed=guarded) > self.settings.max_forge_chance
 
     def _unguarded_few(self, f2p: tuple[str, ...], guarded: tuple[str, ...]) -> tuple[str, ...]:
         """The FAIL_TO_PASS tests outside ``guarded`` when they are at most ``max_unguarded_share`` of ``f2p``
@@ -647,7 +699,7 @@ class _Validation:
         produces without the feature is not: ``seals._guessable``)."""
         chance = self._forge_chance(task, original, homes)
         weak = chance > self.settings.max_forge_chance
-        if weak and not self._sealable(task, original, homes):
+        if weak and not self._sealable_tests(task, original, homes):
             return chance, weak, self.reject(RejectReason.WEAKLY_GUARDED, _weak_guard_detail(chance))
         return chance, weak, None
 
@@ -691,28 +743,35 @@ class _Validation:
         return forge_chance(files, f2p, _STRICT_NAME, homes.loose() | no_copies(uncopied)
                             | no_copies(task.provenance.get("unchangeable", ())), sealed=homes.homes(sealed))
 
-    def _sealable(self, task: Task, original: Mapping[str, str | None], homes: Homes) -> bool:
-        """Whether a FAIL_TO_PASS test has an assertion the gold grading can seal (``reward.seals.sites``)."""
+    def _sealable_tests(self, task: Task, original: Mapping[str, str | None], homes: Homes) -> tuple[str, ...]:
+        """The FAIL_TO_PASS tests with an assertion the gold grading can seal (``reward.seals.sites``): the most
+        it can confirm."""
+        from taskforge.reward.seals import sites, units
 
-        from taskforge.reward.seals import sites
-
-        by_file: dict[str, set[str]] = {}
-        for n in homes.homes(task.fail_to_pass):
-            rel, _, rest = n.partition("::")
-            by_file.setdefault(rel, set()).add(rest.split("[", 1)[0])
+        by_file: dict[str, dict[str, list[str]]] = {}  # home file -> test key -> the task's ids
+        for n in task.fail_to_pass:
+            rel, _, rest = homes.home(n).partition("::")
+            by_file.setdefault(rel, {}).setdefault(rest.split("[", 1)[0], []).append(n)
+        found: list[str] = []
         for rel, keys in by_file.items():
             text = original.get(rel)
             path = Path(self.profile.repo_dir) / rel
             if text is None and path.is_file():
                 text = path.read_text(encoding="utf-8", errors="replace")
+            if text is None:
+                continue
             try:
-                if text is not None and sites(text, pyparse.parse(text), keys):
-                    return True
+                tree = pyparse.parse(text)
             except (SyntaxError, ValueError):
                 continue
-        return False
+            table = units(tree)
+            at = {tail.split("#", 1)[0] for tail, *_ in sites(text, tree, keys)}  # where each site's test is defined
+            found += [n for key, ids in keys.items() if key in table and table[key][1] in at for n in ids]
+        return tuple(found)
 
-    def _contract(self, task: Task, affected_p2p: tuple[str, ...], ws: Path, homes: Homes) -> CandidateResult | None:
+    def _contract(self, task: Task, affected_p2p: tuple[str, ...], ws: Path, homes: Homes,
+                  after_first_gold: Callable[[Task], CandidateResult | None] = lambda _: None
+                  ) -> CandidateResult | None:
         """Empty patch scores 0 (F2P red), gold scores 1 — through the reward path, repeated (docstring).
 
         Repeat 1 grades the gold patch first: it is the smaller grading and the likelier to reject. It also
@@ -720,7 +779,8 @@ class _Validation:
         strict equality), where tests red in the empty-patch grading mostly are (their files are collected
         for the hidden tests anyway, so they cost little), unless they are most of the suite and the grading
         check vouches for them (``_hidden_files_p2p``); a red one it did not grade makes repeat 1 grade the
-        gold patch again.
+        gold patch again. ``after_first_gold``: the verdict on the seals that grading confirmed (``run``), unless
+        ``run`` graded it already (``_first_gold``).
         """
         from taskforge.reward.workspace import DirectoryTrees
 
@@ -730,12 +790,12 @@ class _Validation:
         for repeat in range(1, max(1, self.settings.validation_repeats) + 1):
             t = time.monotonic()
             gold_first = repeat == 1 and not self.naive
-            if gold_first:  # + the PASS_TO_PASS tests of the hidden files: where the grading harness edits
-                # by the files that define the tests (lark collects every test in tests/__main__.py: by the
-                # collected file, this was the whole suite)
-                hidden_files = {homes.home(n).split("::", 1)[0] for n in task.fail_to_pass}
-                first_gold = tuple(sorted(set(affected_p2p) | set(self._hidden_files_p2p(task, hidden_files, homes))))
-                if (verdict := self._gold(task, first_gold, repeat, trees, t)) is not None:
+            if gold_first:
+                first_gold = self._first_gold_tests(task, affected_p2p, homes)
+                graded_before = self.probed
+                if (verdict := self._first_gold(task, affected_p2p, homes)) is not None:
+                    return verdict
+                if not graded_before and (verdict := after_first_gold(task)) is not None:
                     return verdict
             t = time.monotonic()
             check = self.profile.baseline.grading_check
@@ -779,6 +839,23 @@ class _Validation:
             if (verdict := self._gold(task, gold_p2p, repeat, trees, t)) is not None:
                 return verdict
         return None
+
+    def _first_gold_tests(self, task: Task, affected_p2p: tuple[str, ...], homes: Homes) -> tuple[str, ...]:
+        """The PASS_TO_PASS tests of the first gold grading: the affected ones and those of the hidden files, where
+        the grading harness edits (by the files that define the tests: lark collects every test in
+        tests/__main__.py, and by the collected file this was the whole suite)."""
+        hidden_files = {homes.home(n).split("::", 1)[0] for n in task.fail_to_pass}
+        return tuple(sorted(set(affected_p2p) | set(self._hidden_files_p2p(task, hidden_files, homes))))
+
+    def _first_gold(self, task: Task, affected_p2p: tuple[str, ...], homes: Homes) -> CandidateResult | None:
+        """Repeat 1's gold grading (``_contract``), once: it probes the seals. ``run`` may call it before the
+        battery; the contract's own call then returns the verdict it gave (None: it scored 1)."""
+        from taskforge.reward.workspace import DirectoryTrees
+
+        if not self.probed:
+            self.first_gold_verdict = self._gold(task, self._first_gold_tests(task, affected_p2p, homes), 1,
+                                                 DirectoryTrees(self.profile.repo_dir), time.monotonic())
+        return self.first_gold_verdict
 
     def _hidden_files_p2p(self, task: Task, hidden_files: set[str], homes: Homes) -> tuple[str, ...]:
         """The PASS_TO_PASS tests of ``hidden_files`` the first gold grading runs: all of them, unless the
