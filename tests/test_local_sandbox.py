@@ -193,6 +193,27 @@ def test_a_test_with_its_own_deadline_keeps_it_and_the_others_get_the_default(to
     assert out.report.outcomes() == {ids[0]: Outcome.FAILED, ids[1]: Outcome.PASSED, ids[2]: Outcome.PASSED}
 
 
+def test_a_deadline_runs_in_the_call_phase_only(toy) -> None:
+    """A deadline that fired in setup or teardown made the test an *error*: idna 3.20 lost an accepted candidate
+    per run (``unstable``) to a must-fail canary, 0.5 s deadline, that reported "error, expected failed" in one
+    empty-patch grading. A slow setup or teardown is no failure of ours; the call still has its deadline."""
+    sandbox, env, root = toy
+    write(root, {"phases/test_phases.py": (
+        "import time\n\nimport pytest\n\n\n"
+        "@pytest.fixture\ndef slow_setup():\n    time.sleep(1.5)\n\n\n"
+        "@pytest.fixture\ndef slow_teardown():\n    yield\n    time.sleep(1.5)\n\n\n"
+        "def test_fails_after_a_slow_setup(slow_setup):\n    assert 1 == 2\n\n\n"
+        "def test_fails_before_a_slow_teardown(slow_teardown):\n    assert 1 == 2\n\n\n"
+        "def test_passes_after_a_slow_setup(slow_setup):\n    assert True\n\n\n"
+        "def test_loops(slow_setup):\n    while True:\n        pass\n")})
+    ids = tuple(f"phases/test_phases.py::{n}" for n in (
+        "test_fails_after_a_slow_setup", "test_fails_before_a_slow_teardown", "test_passes_after_a_slow_setup",
+        "test_loops"))
+    out = sandbox.run(env, root, RunRequest(tests=ids, timeout_s=60, test_deadline_s=0.5))
+    assert out.report.outcomes() == {ids[0]: Outcome.FAILED, ids[1]: Outcome.FAILED, ids[2]: Outcome.PASSED,
+                                     ids[3]: Outcome.FAILED}, out.report.output_tail
+
+
 def test_environment_is_scrubbed(toy, monkeypatch: pytest.MonkeyPatch) -> None:
     sandbox, env, root = toy
     monkeypatch.setenv("TASKFORGE_TEST_SECRET", "hunter2")

@@ -670,6 +670,13 @@ class TestDeadline:
     (markdown's ListIndentProcessor: four stand-in gradings ran into their 47 s limit, 188 s of one
     candidate's 231). It can only turn a test into a failure. A loop inside C code is interrupted only when
     the C call returns: the run's own limit still holds.
+
+    The clock runs in the call phase only (``pytest_runtest_call``, made a hook wrapper where the plugin is
+    registered). Armed from ``logstart`` to ``logfinish``, it also covered setup and teardown, where its
+    exception makes the test an *error*: a must-fail canary (``CANARY_DEADLINE_S``, 0.5 s) that a slow setup
+    or a pause of the process pushed past it reported "error", not "failed", the grading was flagged as
+    tampering, and idna 3.20 lost one accepted candidate per run as ``unstable`` (session 42). A loop in a
+    fixture is left to the run's own limit.
     """
 
     def __init__(self, seconds: float, per_test: dict[str, float] | None = None) -> None:
@@ -681,24 +688,25 @@ class TestDeadline:
     def _expired(self, _signum: int, _frame: Any) -> None:
         raise TestDeadlineExceeded(f"{self.nodeid} ran past its {self.current:g}s deadline (test_deadline_s)")
 
-    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+    def pytest_runtest_call(self, item: Any) -> Any:  # a hook wrapper (``main``)
         import signal
 
-        self.nodeid = nodeid
+        self.nodeid = nodeid = item.nodeid
         # a parametrized test's instances share the deadline given to the test function's id
         self.current = self.per_test.get(nodeid, self.per_test.get(nodeid.split("[", 1)[0], self.seconds))
-        if self.current <= 0:
-            return
+        armed = False
+        if self.current > 0:
+            try:
+                signal.signal(signal.SIGALRM, self._expired)
+                signal.setitimer(signal.ITIMER_REAL, self.current, 1.0)
+                armed = True
+            except ValueError:  # not the main thread: no deadline (the run's own limit holds)
+                pass
         try:
-            signal.signal(signal.SIGALRM, self._expired)
-        except ValueError:  # not the main thread: no deadline (the run's own limit holds)
-            return
-        signal.setitimer(signal.ITIMER_REAL, self.current, 1.0)
-
-    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
-        import signal
-
-        signal.setitimer(signal.ITIMER_REAL, 0.0)
+            yield
+        finally:
+            if armed:
+                signal.setitimer(signal.ITIMER_REAL, 0.0)
 
 
 FULL_TRACEBACKS = 25  # tracebacks: true formats this many failures; an output tail shows fewer anyway
@@ -1087,6 +1095,8 @@ def main(argv: list[str]) -> int:
     own = {str(k): float(v) for k, v in own.items() if isinstance(v, (int, float)) and v >= 0} \
         if isinstance(own, dict) else {}  # 0: that test has no deadline
     if (deadline > 0 or own) and not collect_only:
+        TestDeadline.pytest_runtest_call = pytest.hookimpl(hookwrapper=True)(  # type: ignore[method-assign]
+            TestDeadline.pytest_runtest_call)
         plugins.append(TestDeadline(max(deadline, 0.0), own))
     exit_code = 3
     try:
