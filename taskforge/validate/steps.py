@@ -179,6 +179,7 @@ class _Validation:
         self.order_dependent: tuple[str, ...] = ()  # hidden tests green under the deletion when run alone
         self.probed = False
         self.first_gold_verdict: CandidateResult | None = None  # ``_first_gold``
+        self.seal_verdicts: dict[tuple[str, ...], Any] = {}  # ``_seal_verdict`` by FAIL_TO_PASS
 
     def cleanup(self) -> None:
         for d in self._scratch:
@@ -624,7 +625,15 @@ class _Validation:
         """Once the first gold grading has confirmed the seals: (the forge chance of the reward path, the
         FAIL_TO_PASS tests the seals guard, the few unguarded ones that leave the task, the ``WEAKLY_GUARDED``
         rejection when the chance is over ``max_forge_chance`` all the same). ``chance``: the canaries' alone,
-        the chance when no seal held."""
+        the chance when no seal held. Once per FAIL_TO_PASS set: the contract asks after its first gold grading,
+        and ``run`` again after the contract (the coverage walk over idna's 6,000 tests is seconds)."""
+        if (known := self.seal_verdicts.get(task.fail_to_pass)) is not None:
+            return known  # type: ignore[no-any-return]
+        self.seal_verdicts[task.fail_to_pass] = verdict = self._seal_verdict_of(task, original, homes, deletion, chance)
+        return verdict
+
+    def _seal_verdict_of(self, task: Task, original: Mapping[str, str | None], homes: Homes, deletion: Any,
+                         chance: float) -> tuple[float, tuple[str, ...], tuple[str, ...], CandidateResult | None]:
         if not self.seals:
             refused = self.reject(RejectReason.WEAKLY_GUARDED, _weak_guard_detail(chance)
                                   + "; no sealed assertion held on the gold patch") \
