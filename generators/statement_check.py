@@ -53,7 +53,7 @@ class StatementCheck:
 
 def hidden_code(original: Mapping[str, str | None], broken: Mapping[str, str | None], is_test: Any) -> str:
     """The test lines the hiding removed (whole removed test files included)."""
-    import difflib
+    from taskforge.core.linediff import opcodes
 
     out: list[str] = []
     for path, before in sorted(original.items()):
@@ -64,7 +64,7 @@ def hidden_code(original: Mapping[str, str | None], broken: Mapping[str, str | N
         if after is None:
             out.extend(old)
             continue
-        for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, old, after.splitlines(), autojunk=False).get_opcodes():
+        for tag, i1, i2, _, _ in opcodes(old, after.splitlines()):
             if tag in ("delete", "replace"):
                 out.extend(old[i1:i2])
     return "\n".join(out)

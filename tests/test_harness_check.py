@@ -399,3 +399,26 @@ def test_skipped_tests_beside_the_graded_ones_run_along(tmp_path: Path) -> None:
     assert companions(prof.baseline.skipped, [f"{s}[plain]", f"{s}[switch]"]) == ()
     assert companions(prof.baseline.skipped, ["tests/test_toy.py::test_add"]) == (
         "tests/test_toy.py::test_skipped", "tests/test_toy.py::test_xfail")
+
+
+def test_strict_equality_reads_no_file_without_an_assert_statement(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file with no ``assert`` keyword (unittest's ``assertEqual`` only: idna's 1.4 MB generated test file)
+    is returned as it is, never parsed by libcst; the file's own ``__eq__`` classes are read with ``ast``."""
+    import libcst
+
+    from taskforge.reward import strict_asserts
+
+    def no_libcst(*_a: object, **_k: object) -> None:
+        raise AssertionError("libcst parsed a file with nothing to rewrite")
+
+    src = ("import unittest\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
+           "        self.assertEqual(f('x'), 'y')  # assertion, assert_, reassert\n")
+    monkeypatch.setattr(libcst, "parse_module", no_libcst)
+    assert strict_asserts.strict_source(src, "_q") == src
+    monkeypatch.undo()
+    own = ("class Outer:\n    class Eq:\n        async def __eq__(self, o):\n            return True\n"
+           "class Plain:\n    def eq(self, o):\n        return '__eq__'\n")
+    assert strict_asserts._own_eq_classes(own) == frozenset({"Eq"})
+    assert strict_asserts._own_eq_classes("def f(:\n    __eq__\n") == frozenset()
+    out = strict_asserts.strict_source(own + "def test_b():\n    assert f() == Eq()\n", "_q")
+    assert "assert _q(f(), Eq(), 2)\n" in out

@@ -78,3 +78,21 @@ def test_flagged_share_per_repository_and_strategy() -> None:
     assert flagged_share(tasks) == {("a", "delete"): (0, 1), ("a", "feature"): (1, 2)}
     assert flagged_line(tasks) == "statements flagged (then completed): a/delete 0/1 (0%), a/feature 1/2 (50%)"
     assert flagged_line([]) == ""
+
+
+@pytest.mark.timeout(60)
+def test_the_removed_test_lines_of_a_large_file_of_alike_tests_come_quickly() -> None:
+    """idna 3.20's generated test file: thousands of alike tests, a blank line every third, every third test
+    hidden. ``difflib``'s matcher took minutes on it (``autojunk=False``); the lines removed are found exactly."""
+    from taskforge.core.linediff import opcodes
+
+    tests = [f"    def test_{i}(self):\n        self.assertEqual(f('{i}'), '{i * 7}')\n" for i in range(6000)]
+    before = "import unittest\n\nclass T(unittest.TestCase):\n\n" + "\n".join(tests)
+    kept = [t for i, t in enumerate(tests) if i % 3]
+    after = "import unittest\n\nclass T(unittest.TestCase):\n\n" + "\n".join(kept)
+    removed = hidden_code({"tests/test_x.py": before}, {"tests/test_x.py": after}, _is_test).splitlines()
+    code = [line for line in removed if line.strip()]
+    assert code == [line for i, t in enumerate(tests) if not i % 3 for line in t.splitlines()]
+    a, b = before.splitlines(), after.splitlines()
+    rebuilt = [line for tag, i1, i2, j1, j2 in opcodes(a, b) for line in (a[i1:i2] if tag == "equal" else b[j1:j2])]
+    assert rebuilt == b

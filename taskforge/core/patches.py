@@ -2,7 +2,7 @@
 
 A *file map* is ``{workspace-relative path: text or None}`` (``None`` = the file is absent). ``diff``
 turns two file maps into a git-style patch (``diff --git`` headers, ``new file mode``/``deleted file
-mode`` for creations and deletions, ``\\ No newline at end of file`` markers) built with ``difflib``;
+mode`` for creations and deletions, ``\\ No newline at end of file`` markers) built by patience diff (``taskforge.core.linediff``);
 ``apply`` runs the real ``git apply`` on a directory, with a timeout.
 
 The three patches of a task (``task_patches``), for an original workspace and its broken version:
@@ -13,7 +13,6 @@ The three patches of a task (``task_patches``), for an original workspace and it
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import tempfile
@@ -24,6 +23,7 @@ from typing import Any
 
 from taskforge.core.errors import PatchError
 from taskforge.core.files import BYTECODE_SUFFIXES, SKIP_DIRS
+from taskforge.core.linediff import unified
 from taskforge.core.process import run_capture
 
 FileMap = Mapping[str, str | None]
@@ -61,7 +61,7 @@ def _lines(text: str) -> list[str]:
 
 def _hunk_lines(a: list[str], b: list[str]) -> list[str]:
     out: list[str] = []
-    for line in list(difflib.unified_diff(a, b, n=3))[2:]:  # drop difflib's own ---/+++ lines
+    for line in list(unified(a, b, n=3))[2:]:  # drop the diff's own ---/+++ lines
         if line.endswith("\n"):
             out.append(line)
         else:

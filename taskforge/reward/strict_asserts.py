@@ -22,23 +22,27 @@ file's own, 2: the right). The side the code under test produced is checked as b
 
 from __future__ import annotations
 
+import ast
 import functools
+import re
 
 import libcst as cst
 
+from taskforge.core import pyparse
 
-def _own_eq_classes(module: cst.Module) -> frozenset[str]:
-    """Names of the classes the test file defines (at any depth) whose body defines ``__eq__``."""
-    found: set[str] = set()
 
-    class Visitor(cst.CSTVisitor):
-        def visit_ClassDef(self, node: cst.ClassDef) -> None:
-            body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
-            if any(isinstance(s, cst.FunctionDef) and s.name.value == "__eq__" for s in body):
-                found.add(node.name.value)
-
-    module.visit(Visitor())
-    return frozenset(found)
+def _own_eq_classes(source: str) -> frozenset[str]:
+    """Names of the classes the test file defines (at any depth) whose body defines ``__eq__``: read with
+    ``ast``, and not at all when ``__eq__`` is nowhere in the text (a libcst visit of idna's 1.4 MB test file
+    took seconds in every task's gradings)."""
+    if "__eq__" not in source:
+        return frozenset()
+    try:
+        tree = pyparse.parse(source)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    return frozenset(node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef) and any(
+        isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == "__eq__" for s in node.body))
 
 
 def _built_by_file(expr: cst.BaseExpression, classes: frozenset[str]) -> bool:
@@ -70,6 +74,7 @@ class _StrictEq(cst.CSTTransformer):
 
 
 _PLACEHOLDER = "__taskforge_strict_eq__"
+_ASSERT = re.compile(r"\bassert\b")  # an ``assert`` statement needs the keyword (``assertEqual`` is no match)
 
 
 def strict_source(source: str, name: str) -> str:
@@ -79,13 +84,13 @@ def strict_source(source: str, name: str) -> str:
 
 @functools.lru_cache(maxsize=512)
 def _strict(source: str) -> str:
-    if _PLACEHOLDER in source:
+    if _PLACEHOLDER in source or not _ASSERT.search(source):  # nothing to rewrite: no parse
         return source
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError:
         return source
-    transformer = _StrictEq(_PLACEHOLDER, _own_eq_classes(module))
+    transformer = _StrictEq(_PLACEHOLDER, _own_eq_classes(source))
     out = module.visit(transformer)
     return out.code if transformer.changed else source
 

@@ -6,12 +6,12 @@ tests can be hidden.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from generators.candidates import Candidate
+from taskforge.core.linediff import opcodes
 from taskforge.core.outcomes import Accepted, CandidateOutcome, Rejected
 from taskforge.core.task import Task
 
@@ -78,7 +78,7 @@ def changed_lines(before: str | None, after: str | None) -> list[tuple[int, int]
     if after is None:
         return [(1, max(1, len(old)))]
     ranges = []
-    for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, old, after.splitlines(), autojunk=False).get_opcodes():
+    for tag, i1, i2, _, _ in opcodes(old, after.splitlines()):
         if tag == "equal":
             continue
         ranges.append((i1 + 1, i2) if i2 > i1 else (max(1, i1), i1 + 1))
