@@ -200,6 +200,7 @@ def _scan(text: str, names: tuple[tuple[str, ...], tuple[str, ...]] = (("Test",)
     tree, positions = cst_edit._parsed(text)
     scan = _Scan(positions, names)
     tree.visit(scan)
+    scan.positions = {}  # a cached scan must not keep the file's tree alive (``_parsed`` holds 32, this 256)
     return scan
 
 

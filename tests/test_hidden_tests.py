@@ -214,3 +214,7 @@ def test_a_test_file_is_parsed_once_for_its_scan_and_its_edit(tmp_path: Path, mo
     after = hidden.files_after["tests/test_parsed_once.py"]
     assert "def test_a" not in after and "def helper" not in after and "def test_b" in after
     assert len(parses) == 1
+    from generators.env_detect import collected_names
+
+    text = (tmp_path / "tests" / "test_parsed_once.py").read_text(encoding="utf-8")
+    assert ht._scan(text, collected_names(tmp_path)).positions == {}  # a cached scan keeps no tree alive
