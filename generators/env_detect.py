@@ -116,7 +116,7 @@ def detect_env(repo: Path, *, python: str = "3.11", name_hint: str = "") -> EnvS
     name, why = _project_name(pyproject, setup_cfg, setup_py, name_hint or repo.name)
     notes.append(f"project_name: {why}")
 
-    extras_available = _extras(pyproject, setup_cfg, setup_py)
+    extras_available = _extras(pyproject, setup_cfg, setup_py, _read_text(repo / "PKG-INFO"))
     installable = bool(pyproject.get("build-system") or pyproject.get("project") or setup_py or
                        setup_cfg.has_section("metadata"))
     chosen = [e for e in TEST_EXTRAS if e in extras_available] or [e for e in DEV_EXTRAS
@@ -302,7 +302,8 @@ def _project_name(pyproject: dict[str, Any], cfg: configparser.ConfigParser, set
     return fallback, f"directory name {fallback!r} (no metadata found)"
 
 
-def _extras(pyproject: dict[str, Any], cfg: configparser.ConfigParser, setup_py: str) -> dict[str, list[str]]:
+def _extras(pyproject: dict[str, Any], cfg: configparser.ConfigParser, setup_py: str,
+            pkg_info: str = "") -> dict[str, list[str]]:
     extras: dict[str, list[str]] = {}
     for k, v in pyproject.get("project", {}).get("optional-dependencies", {}).items():
         extras[normalise_name(k)] = list(v)
@@ -311,6 +312,39 @@ def _extras(pyproject: dict[str, Any], cfg: configparser.ConfigParser, setup_py:
             extras[normalise_name(k)] = [ln.strip() for ln in v.splitlines() if ln.strip()]
     for key, reqs in setup_py_extras(setup_py).items():  # literals read with ast: natsort's `icu` is PyICU
         extras.setdefault(normalise_name(key), reqs)
+    for key, reqs in metadata_extras(pkg_info).items():  # what the build config did not say in literals
+        extras.setdefault(key, reqs)
+    return extras
+
+
+def metadata_extras(pkg_info: str) -> dict[str, list[str]]:
+    """The extras an sdist's ``PKG-INFO`` declares (``Provides-Extra``, and the ``Requires-Dist`` lines whose
+    marker holds for that extra here): what setuptools computed from a ``setup.py`` that builds ``extras_require``
+    in code (textdistance 4.6.3: ``extras = {...}`` then ``extras["all"] = ...``, which no literal reading can
+    trust, so its ``test`` extra, numpy among it, was never installed and 43 of its 198 tests failed)."""
+    if "Provides-Extra" not in pkg_info:
+        return {}
+    from email.parser import HeaderParser
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    meta = HeaderParser().parsestr(pkg_info)
+    names = [normalise_name(n) for n in meta.get_all("Provides-Extra") or () if n.strip()]
+    extras: dict[str, list[str]] = {n: [] for n in names}
+    for line in meta.get_all("Requires-Dist") or ():
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker is None:
+            continue  # a runtime dependency, not an extra's
+        plain = f"{req.name}{'[' + ','.join(sorted(req.extras)) + ']' if req.extras else ''}{req.specifier}"
+        for name in names:
+            try:
+                if req.marker.evaluate({"extra": name}) and not req.marker.evaluate({"extra": "__none__"}):
+                    extras[name].append(plain)
+            except Exception:  # an undefined marker variable: the line is left out
+                continue
     return extras
 
 

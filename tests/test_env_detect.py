@@ -665,3 +665,27 @@ def test_soupsieve_test_requirements_come_from_its_hatch_env(tmp_path: Path) -> 
     spec = detect_env(_sdist(tmp_path, "soupsieve==4.1.4"), python="3.11")
     assert {"beautifulsoup4", "lxml"} <= set(spec.requirements), spec.notes
     assert "mypy" not in spec.requirements and "ruff" not in spec.requirements
+
+
+def test_extras_a_setup_py_builds_in_code_are_read_from_the_sdist_metadata(tmp_path: Path) -> None:
+    """textdistance 4.6.3: ``extras = {...}`` then ``extras["all"] = ...`` in setup.py, which no literal reading
+    can trust; the sdist's PKG-INFO lists what setuptools computed. Its ``test`` extra (numpy) was never
+    installed and 43 of its 198 tests failed."""
+    write(tmp_path, {
+        "setup.py": ("from setuptools import setup\nextras = {'test': ['pytest', 'numpy'], 'fast': ['rapidfuzz']}\n"
+                     "extras['all'] = extras['fast']\nsetup(name='tdpkg', version='1.0', extras_require=extras)\n"),
+        "PKG-INFO": ("Metadata-Version: 2.1\nName: tdpkg\nVersion: 1.0\nRequires-Dist: attrs\n"
+                     "Requires-Dist: tomli; python_version < \"3.11\"\nProvides-Extra: test\n"
+                     "Requires-Dist: pytest; extra == \"test\"\nRequires-Dist: numpy>=1.2; extra == \"test\"\n"
+                     "Provides-Extra: fast\nRequires-Dist: rapidfuzz; extra == \"fast\"\nProvides-Extra: all\n"
+                     "Requires-Dist: rapidfuzz; extra == \"all\"\nRequires-Dist: old-thing; python_version < \"3.0\" "
+                     "and extra == \"all\"\n\nlong description\n"),
+        "tdpkg/__init__.py": "",
+        "tests/test_t.py": "import tdpkg\n\ndef test_t():\n    pass\n",
+    })
+    spec = detect_env(tmp_path)
+    assert spec.install_target == ".[test]", spec.notes
+    from generators.env_detect import metadata_extras
+
+    extras = metadata_extras((tmp_path / "PKG-INFO").read_text(encoding="utf-8"))
+    assert extras == {"test": ["pytest", "numpy>=1.2"], "fast": ["rapidfuzz"], "all": ["rapidfuzz"]}
