@@ -234,7 +234,7 @@ def _fix_commas(original: object, keep: list) -> list:  # type: ignore[type-arg]
 
 
 @functools.lru_cache(maxsize=32)
-def _parsed(text: str) -> tuple[cst.Module, Mapping[cst.CSTNode, CodeRange]]:
+def parsed(text: str) -> tuple[cst.Module, Mapping[cst.CSTNode, CodeRange]]:
     """Parse once per file text: strategies edit the same original files again and again.
 
     libcst trees are immutable and transformers never change the original nodes, so sharing is safe.
@@ -244,7 +244,7 @@ def _parsed(text: str) -> tuple[cst.Module, Mapping[cst.CSTNode, CodeRange]]:
 
 
 def edit_file(text: str, edit: FileEdit) -> EditResult:
-    tree, positions = _parsed(text)
+    tree, positions = parsed(text)
     editor = _Editor(edit, positions)
     new = tree.visit(editor)
     return EditResult(new.code, editor.result_bindings, editor.removed, editor.matched)

@@ -326,6 +326,7 @@ def metadata_extras(pkg_info: str) -> dict[str, list[str]]:
         return {}
     from email.parser import HeaderParser
 
+    from packaging.markers import UndefinedComparison, UndefinedEnvironmentName
     from packaging.requirements import InvalidRequirement, Requirement
 
     meta = HeaderParser().parsestr(pkg_info)
@@ -336,14 +337,14 @@ def metadata_extras(pkg_info: str) -> dict[str, list[str]]:
             req = Requirement(line)
         except InvalidRequirement:
             continue
-        if req.marker is None:
+        marker, req.marker = req.marker, None
+        if marker is None:
             continue  # a runtime dependency, not an extra's
-        plain = f"{req.name}{'[' + ','.join(sorted(req.extras)) + ']' if req.extras else ''}{req.specifier}"
         for name in names:
             try:
-                if req.marker.evaluate({"extra": name}) and not req.marker.evaluate({"extra": "__none__"}):
-                    extras[name].append(plain)
-            except Exception:  # an undefined marker variable: the line is left out
+                if marker.evaluate({"extra": name}) and not marker.evaluate({"extra": "__none__"}):
+                    extras[name].append(str(req))  # name, extras, version or URL: the marker was evaluated
+            except (UndefinedComparison, UndefinedEnvironmentName):  # the line is left out
                 continue
     return extras
 

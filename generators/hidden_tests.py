@@ -101,7 +101,7 @@ class _Scan(cst.CSTVisitor):
     def __init__(self, positions: Mapping[cst.CSTNode, CodeRange],
                  names: tuple[tuple[str, ...], tuple[str, ...]] = (("Test",), ("test",))) -> None:
         super().__init__()
-        self.positions = positions  # of the tree the hiding edits (``cst_edit._parsed``): parsed once for both
+        self.positions = positions  # of the tree the hiding edits (``cst_edit.parsed``): parsed once for both
         self.classes, self.functions = names  # pytest's python_classes and python_functions
         self.defs: list[_Def] = []
         self.stack: list[tuple[str, bool]] = []  # (name, is_class)
@@ -197,10 +197,10 @@ def _scan(text: str, names: tuple[tuple[str, ...], tuple[str, ...]] = (("Test",)
     ``collected_names``); cached per text (read only: every candidate of a repository scans the same test
     files again). The tree and its positions are the ones the hiding's edit of the file uses (``cst_edit``):
     libcst took 18 s for each of the two on idna 3.20's 1.4 MB test file."""
-    tree, positions = cst_edit._parsed(text)
+    tree, positions = cst_edit.parsed(text)
     scan = _Scan(positions, names)
     tree.visit(scan)
-    scan.positions = {}  # a cached scan must not keep the file's tree alive (``_parsed`` holds 32, this 256)
+    scan.positions = {}  # a cached scan must not keep the file's tree alive (``cst_edit.parsed`` holds 32, this 256)
     return scan
 
 

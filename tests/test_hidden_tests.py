@@ -205,7 +205,7 @@ def test_a_test_file_is_parsed_once_for_its_scan_and_its_edit(tmp_path: Path, mo
         "def helper():\n    return 1\n\n\ndef test_a():\n    assert helper() == 1\n\n\n"
         "def test_b():\n    assert 2 == 2\n", encoding="utf-8")
     ht._scan.cache_clear()
-    cst_edit._parsed.cache_clear()
+    cst_edit.parsed.cache_clear()
     parses: list[int] = []
     real = libcst.parse_module
     monkeypatch.setattr(libcst, "parse_module", lambda text, *a, **k: parses.append(len(text)) or real(text, *a, **k))
