@@ -265,6 +265,8 @@ def build_request(spec: EnvSpec, workspace: Path, request: RunRequest, scratch: 
         "src_roots": [str((workspace / r).resolve()) for r in spec.src_roots],
         "coverage": request.coverage,
         "coverage_source": [str(workspace / d) for d in spec.package_dirs] or [str(workspace)],
+        **({"coverage_omit": [str(workspace / f) for f in request.coverage_omit]}
+           if request.coverage and request.coverage_omit else {}),
         "coverage_json": str(scratch / "coverage.json"),
         "collect_only": request.collect_only,
         "tracebacks": request.tracebacks,

@@ -26,6 +26,9 @@ class RunRequest:
     tests: tuple[str, ...] = ()  # pytest node ids or paths; empty = the spec's test_paths
     timeout_s: float = 900.0  # wall clock; the whole process tree / container is killed past it
     coverage: bool = False  # collect per-test line coverage (coverage.py dynamic contexts)
+    coverage_omit: tuple[str, ...] = ()  # workspace-relative files coverage does not measure (test files: no
+    #                                      query ever asks for their lines, and tracing them cost networkx's
+    #                                      coverage run about half its overhead)
     collect_only: bool = False
     env: Mapping[str, str] = field(default_factory=dict)  # extra environment variables
     read_only: tuple[str, ...] = ()  # workspace-relative files/dirs the run must not change (tests, configs)

@@ -452,3 +452,29 @@ def test_hypothesis_tests_run_few_fixed_examples_and_leave_no_database(
     values = eval(seen[0])  # noqa: S307 (our own repr of a list of ints and "q"s)
     assert 1 < values.count("q") <= HYPOTHESIS_MAX_EXAMPLES and 1 < len(values) - values.count("q") <= 20
     assert not (tmp_path / ".hypothesis" / "examples").exists()  # its own caches (unicode data) may be there
+
+
+def test_coverage_omits_the_files_it_is_told_to_and_keeps_the_package(toy) -> None:
+    """networkx keeps its tests inside the package: tracing their lines (a generator over every gc object) was
+    about half its coverage run's overhead, and no query of the coverage map asks for a test file's lines."""
+    sandbox, env, root = toy
+    inner = "toypkg/tests/test_inner.py"
+    write(root, {inner: "import toypkg\n\ndef test_inner():\n    total = sum(1 for _ in range(3))\n"
+                        "    assert toypkg.add(total, 1) == 4\n"})
+    try:
+        traced = sandbox.run(env, root, RunRequest(tests=(inner,), coverage=True, timeout_s=120)).coverage
+        omitted = sandbox.run(env, root, RunRequest(tests=(inner,), coverage=True, timeout_s=120,
+                                                    coverage_omit=(inner,))).coverage
+    finally:
+        shutil.rmtree(root / "toypkg" / "tests")
+    assert traced is not None and omitted is not None
+    assert inner in traced and inner not in omitted  # the test file itself is measured only when not omitted
+    assert traced["toypkg/__init__.py"][6] == omitted["toypkg/__init__.py"][6] == (f"{inner}::test_inner",)
+
+
+def test_coverage_omit_reaches_the_runner_as_absolute_paths_of_a_coverage_run_only(tmp_path: Path) -> None:
+    spec = detect_env(make_toy_project(tmp_path / "p"))
+    ws = Path("/ws")
+    on = build_request(spec, ws, RunRequest(coverage=True, coverage_omit=("a/tests/test_x.py",)), tmp_path)
+    off = build_request(spec, ws, RunRequest(coverage=False, coverage_omit=("a/tests/test_x.py",)), tmp_path)
+    assert on["coverage_omit"] == ["/ws/a/tests/test_x.py"] and "coverage_omit" not in off

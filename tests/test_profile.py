@@ -115,6 +115,8 @@ def test_build_profile_through_fake_sandbox_and_save_load(tmp_path: Path) -> Non
     settings = Settings(work_dir=tmp_path / "work", baseline_runs=3, grading_check=False)  # tests/test_harness_check.py
     prof = build_profile(str(src), settings, box)
     assert [r.coverage for r in box.requests] == [True, False, False]  # one coverage run per profile
+    # ... which does not trace the test files: no entity lies in them
+    assert [r.coverage_omit for r in box.requests] == [("tests/test_toy.py",), (), ()]
     assert all(r.read_only == ("tests",) for r in box.requests)  # as in every grading
     assert not any(w.exists() for w in box.workspaces)  # throw-away workspace removed
     assert prof.baseline.passed == {a} and prof.baseline.flaky == {s} and prof.baseline.failed == {f}

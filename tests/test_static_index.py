@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from generators.static_index import StaticIndex, build_index, is_test_file
+from generators.static_index import StaticIndex, build_index, is_test_file, unmeasured_files
 from taskforge.core.entities import EntityKind
 from taskforge.core.environment import EnvSpec
 
@@ -153,6 +153,24 @@ def test_test_file_classification() -> None:
     assert is_test_file("pkg/conftest.py", SPEC)
     assert is_test_file("test_inflection.py", SPEC)
     assert not is_test_file("src/shop/cart.py", SPEC)
+
+
+def test_the_files_the_coverage_run_skips_hold_no_entity(tmp_path: Path) -> None:
+    """Test files, in the package (networkx) or beside it, are not measured; every file an entity can lie in
+    is (a helper module named like a test folder's sibling stays measured)."""
+    files = {"pkg/__init__.py": "def ok():\n    return 1\n", "pkg/testing.py": "def helper():\n    return 2\n",
+             "pkg/tests/__init__.py": "", "pkg/tests/test_a.py": "def test_a():\n    pass\n",
+             "pkg/sub/test_b.py": "def test_b():\n    pass\n", "pkg/conftest.py": "", "tests/test_c.py": "",
+             "pkg/sub/core.py": "def run():\n    return 3\n"}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    spec = EnvSpec("pkg", "3.11", ".", package_dirs=("pkg",), test_paths=("tests",))
+    skipped = set(unmeasured_files(tmp_path, spec))
+    assert skipped == {"pkg/tests/__init__.py", "pkg/tests/test_a.py", "pkg/sub/test_b.py", "pkg/conftest.py",
+                       "tests/test_c.py"}
+    entity_files = {e.file for e in build_index(tmp_path, spec).entities}
+    assert entity_files == {"pkg/__init__.py", "pkg/testing.py", "pkg/sub/core.py"} and not entity_files & skipped
 
 
 def test_a_file_nested_too_deep_to_parse_is_left_out_not_the_whole_index(tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ REQUEST.json keys (unknown keys are ignored):
     src_roots        list[str]  the workspace's source roots (absolute), moved after site-packages
     coverage         bool       measure per-test line coverage (coverage.py, one context per test)
     coverage_source  list[str]  files/dirs whose lines are measured (relative to the cwd or absolute)
+    coverage_omit    list[str]  files under them that are not measured (absolute; optional)
     coverage_json    str        where to write ``{relative file: {line: [node ids]}}`` (test function ids in a
                                 large parametrized suite: ``ReportPlugin``); the Python child processes a
                                 test starts are measured too, under that test's id (``SubprocessCoverage``)
@@ -432,6 +433,13 @@ def package_names(paths: Iterable[str]) -> list[str]:
     return names
 
 
+def omitted(paths: Iterable[str]) -> list[str]:
+    """``coverage_omit`` as coverage.py's omit patterns: each file's absolute path, matched exactly. A path
+    with a glob character (``*?[]``) is left out (it would match other files, or not parse): that file is
+    measured, which costs time and changes no answer."""
+    return [os.path.abspath(p) for p in paths if not any(c in p for c in "*?[]")]
+
+
 def _coverage_start(request: dict[str, Any]) -> Any:
     import coverage  # only needed when coverage is asked for
 
@@ -439,7 +447,10 @@ def _coverage_start(request: dict[str, Any]) -> Any:
     for src in request.get("coverage_source") or ["."]:
         path = os.path.abspath(src)
         include.append(os.path.join(path, "*") if os.path.isdir(path) else path)
-    cov = coverage.Coverage(data_file=None, include=include, config_file=False, branch=False)
+    cov = coverage.Coverage(data_file=None, include=include, omit=omitted(request.get("coverage_omit") or ()),
+                            config_file=False, branch=False)
+    # children measure everything included: the omitted files would travel in an environment variable (a
+    # single one is limited to 128 KiB), and what children run is little of a suite
     cov.subprocesses = SubprocessCoverage(include)  # type: ignore[attr-defined]
     cov.start()
     return cov

@@ -201,11 +201,13 @@ def build_profile(source: str, settings: Settings, sandbox: Sandbox, *, rev: str
     # the index is pure Python work in this process, the runs are child processes: overlap them
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="static-index")
     index_job = pool.submit(_timed, module.build_index, Path(snapshot.path), spec) if module is not None else None
+    omit = module.unmeasured_files(Path(snapshot.path), spec) if module is not None else ()
     try:
         with _workspace(snapshot, Path(settings.work_dir)) as ws:
             for i in range(n):
                 say(f"run {i + 1}/{n} of the suite of {snapshot.slug}{' (with coverage)' if i == 0 else ''}")
                 out = sandbox.run(env, ws, RunRequest(timeout_s=settings.test_timeout_s, coverage=(i == 0),
+                                                      coverage_omit=omit if i == 0 else (),
                                                       read_only=_test_dirs(ws, spec)))
                 _check_run(out.report, snapshot, env, settings.test_timeout_s)
                 reports.append(out.report)
