@@ -201,3 +201,24 @@ def test_a_test_functions_coverage_context_stands_for_its_instances(tmp_path) ->
     assert cov.tests_for_entity(e) == {"t.py::test_f[1]", "t.py::test_f[2]"}
     plain = CoverageMap.from_contexts({"pkg/m.py": {3: ["t.py::test_g"]}}, nodeids=nodeids)
     assert plain.instances == {} and plain.tests == {"t.py::test_g"}
+
+
+def test_the_workspace_is_copied_before_the_static_index_starts(tmp_path: Path, monkeypatch) -> None:
+    """Each system call of the copy waits for the GIL while the index's CPU-bound thread runs: networkx's copy
+    took 12 s beside it, under a second alone. So the copy comes first."""
+    from generators import static_index
+
+    src = make_toy_project(tmp_path / "toy")
+    a, s, f = TOY_IDS
+    seen: list[list[str]] = []
+    real = static_index.build_index
+
+    def build_index(root: Path, spec: EnvSpec):
+        seen.append(sorted(p.name for p in (tmp_path / "work" / "workspaces").glob("*/ws")))
+        return real(root, spec)
+
+    monkeypatch.setattr(static_index, "build_index", build_index)
+    box = ScriptedSandbox([report((a, P), (s, P), (f, F))], {"toypkg/__init__.py": {6: (a,)}})
+    build_profile(str(src), Settings(work_dir=tmp_path / "work", baseline_runs=1, grading_check=False), box)
+    assert seen == [["ws"]]  # the index began with the workspace already there
+    assert not any(w.exists() for w in box.workspaces)

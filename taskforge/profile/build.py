@@ -198,32 +198,33 @@ def build_profile(source: str, settings: Settings, sandbox: Sandbox, *, rev: str
     reports: list[TestReport] = []
     contexts = None
     module = _static_index_module()
-    # the index is pure Python work in this process, the runs are child processes: overlap them
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="static-index")
-    index_job = pool.submit(_timed, module.build_index, Path(snapshot.path), spec) if module is not None else None
     omit = module.unmeasured_files(Path(snapshot.path), spec) if module is not None else ()
-    try:
-        with _workspace(snapshot, Path(settings.work_dir)) as ws:
-            for i in range(n):
-                say(f"run {i + 1}/{n} of the suite of {snapshot.slug}{' (with coverage)' if i == 0 else ''}")
-                out = sandbox.run(env, ws, RunRequest(timeout_s=settings.test_timeout_s, coverage=(i == 0),
-                                                      coverage_omit=omit if i == 0 else (),
-                                                      read_only=_test_dirs(ws, spec)))
-                _check_run(out.report, snapshot, env, settings.test_timeout_s)
-                reports.append(out.report)
-                if i == 0:
-                    contexts = out.coverage
-                t = lap("coverage_run" if i == 0 else f"run_{i + 1}", t)
-                limit = float(settings.baseline_more_runs_max_s)
-                if i == 0 and n > 1 and 0 < limit < timings["coverage_run"]:
-                    say(f"the coverage run of {snapshot.slug} took {timings['coverage_run']:.0f}s: no more "
-                        f"baseline runs (the grading check observes every test once more)")
-                    timings["runs_skipped"] = n - 1
-                    break
+    with contextlib.ExitStack() as stack:
+        # the workspace is copied before the index starts: each system call of the copy waits for the GIL while
+        # a CPU-bound thread runs (networkx's copy took 12 s beside the index, under a second alone)
+        ws = stack.enter_context(_workspace(snapshot, Path(settings.work_dir)))
+        # the index is pure Python work in this process, the runs are child processes: overlap them
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="static-index")
+        stack.callback(pool.shutdown, wait=False, cancel_futures=True)
+        index_job = pool.submit(_timed, module.build_index, Path(snapshot.path), spec) if module is not None else None
+        for i in range(n):
+            say(f"run {i + 1}/{n} of the suite of {snapshot.slug}{' (with coverage)' if i == 0 else ''}")
+            out = sandbox.run(env, ws, RunRequest(timeout_s=settings.test_timeout_s, coverage=(i == 0),
+                                                  coverage_omit=omit if i == 0 else (),
+                                                  read_only=_test_dirs(ws, spec)))
+            _check_run(out.report, snapshot, env, settings.test_timeout_s)
+            reports.append(out.report)
+            if i == 0:
+                contexts = out.coverage
+            t = lap("coverage_run" if i == 0 else f"run_{i + 1}", t)
+            limit = float(settings.baseline_more_runs_max_s)
+            if i == 0 and n > 1 and 0 < limit < timings["coverage_run"]:
+                say(f"the coverage run of {snapshot.slug} took {timings['coverage_run']:.0f}s: no more "
+                    f"baseline runs (the grading check observes every test once more)")
+                timings["runs_skipped"] = n - 1
+                break
         say(f"indexing {snapshot.slug}")
         index, timings["index"] = index_job.result() if index_job is not None else (None, 0.0)
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
     if env.extra.get("runner_dependency"):
         env = dataclasses.replace(env, spec=dataclasses.replace(env.spec, runner_files=runner_files(
             reports[0].preloaded, env.spec)))
