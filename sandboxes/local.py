@@ -290,6 +290,10 @@ def full_suite_paths(spec: EnvSpec) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*spec.test_paths, *getattr(spec, "doctest_paths", ()))))
 
 
+NUMERIC_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+                       "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS")
+
+
 def run_env(spec: EnvSpec, workspace: Path, venv: Path, scratch: Path,
             extra: Mapping[str, str]) -> dict[str, str]:
     """The whole environment of a test run: nothing of the parent's leaks in."""
@@ -307,6 +311,10 @@ def run_env(spec: EnvSpec, workspace: Path, venv: Path, scratch: Path,
         # 4.6.1 runs mypy in tests/mypy/); a cache of the original code is also a leak we never want to write
         "MYPY_CACHE_DIR": str(scratch / "tmp" / "mypy-cache"),
         "PYTHONPATH": os.pathsep.join(str((workspace / r).resolve()) for r in spec.src_roots),
+        # one thread per numeric library: runs share the cores with other runs (jobs, the static index), and
+        # OpenBLAS' helper threads spin while they wait; networkx's numpy/scipy tests took twice the CPU
+        # (28.4 CPU-s for 14.4 CPU-s single-threaded) and more wall time. A run's ``env`` may set others.
+        **dict.fromkeys(NUMERIC_THREAD_VARS, "1"),
     }
     if token := reaper.run_token():  # marks the run's processes for the watchdog of sandboxes.reaper
         env[reaper.TOKEN_ENV] = token

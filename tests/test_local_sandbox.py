@@ -489,3 +489,24 @@ def test_prepare_reads_what_confined_runs_hide_before_any_run(toy) -> None:
     isolation._python_hidden.cache_clear()
     sandbox.prepare(env.spec, root)
     assert isolation._python_hidden.cache_info().currsize == 1
+
+
+def test_runs_give_numeric_libraries_one_thread_unless_the_request_says_otherwise(toy) -> None:
+    """OpenBLAS' helper threads spin while they wait: networkx's numpy/scipy tests took twice the CPU of a
+    single-threaded run, in every run a task costs."""
+    sandbox, env, root = toy
+    write(root, {"threads/test_threads.py": (
+        "import os\n\n"
+        "def test_one():\n"
+        "    assert os.environ['OPENBLAS_NUM_THREADS'] == os.environ['OMP_NUM_THREADS'] == '1'\n\n"
+        "def test_asked():\n"
+        "    assert os.environ['OMP_NUM_THREADS'] == '4'\n")})
+    try:
+        plain = sandbox.run(env, root, RunRequest(tests=("threads/test_threads.py",), timeout_s=120)).report
+        asked = sandbox.run(env, root, RunRequest(tests=("threads/test_threads.py",), timeout_s=120,
+                                                  env={"OMP_NUM_THREADS": "4"})).report
+    finally:
+        shutil.rmtree(root / "threads")
+    assert plain.outcomes() == {"threads/test_threads.py::test_one": Outcome.PASSED,
+                                "threads/test_threads.py::test_asked": Outcome.FAILED}, plain.output_tail
+    assert asked.outcomes()["threads/test_threads.py::test_asked"] == Outcome.PASSED
