@@ -23,19 +23,27 @@ Rank (higher first), recorded in ``Candidate.why``::
 
 more tests pin the behaviour down, more code makes a richer task, many dependents make it brittle.
 Ties are broken by a seeded hash of the qualified name, so the order is deterministic per seed.
+
+Costly candidates go last (``costly``, ``interleave(..., last=...)``): those whose covering tests take more
+than a quarter of the suite's test time and over 30 seconds. networkx's first candidates by rank were its core
+classes and modules (``Graph``, ``utils.backends``: 6,000+ covering tests, a whole suite per run): each of a
+candidate's validation runs cost a full suite, for a task whose every test fails (the first took 92 s and
+was rejected). A suite of under 30 seconds of tests is never reordered.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from taskforge.core.entities import Entity, EntityKind
 from taskforge.core.outcomes import Rejected, RejectReason
 
+COSTLY_SHARE = 0.25  # of the suite's test time, and ...
+COSTLY_MIN_S = 30.0  # ... at least this many seconds of it: the candidate goes last
 _TEST_SUPPORT_MODULES = frozenset({"testing", "_testing", "conftest", "tests", "test", "pytest_plugin"})
 
 
@@ -153,10 +161,31 @@ def propose(profile: Any, strategies: Sequence[Any], seed: int = 0) -> tuple[lis
     return candidates, rejected
 
 
-def interleave(candidates: Iterable[Candidate], strategy_order: Sequence[str]) -> list[Candidate]:
+def costly(candidates: Iterable[Candidate], durations: Mapping[str, float]) -> frozenset[str]:
+    """The ids of the candidates whose covering tests take more than ``COSTLY_SHARE`` of the suite's test time
+    (``durations``: the baseline's, per test) and more than ``COSTLY_MIN_S`` seconds (module docstring)."""
+    suite = sum(durations.values())
+    limit = max(COSTLY_SHARE * suite, COSTLY_MIN_S)
+    if suite <= limit:
+        return frozenset()
+    return frozenset(c.candidate_id for c in candidates
+                     if sum(durations.get(t, 0.0) for t in c.covering_tests) > limit)
+
+
+def interleave(candidates: Iterable[Candidate], strategy_order: Sequence[str],
+               last: Collection[str] = frozenset()) -> list[Candidate]:
     """Round-robin over strategies (each in rank order), so a task budget covers every strategy; every
     entity's first candidate comes before any *twin* (the same entity by another strategy), so a task
-    budget is spent on distinct entities first and a twin is tried only once every entity had its turn."""
+    budget is spent on distinct entities first and a twin is tried only once every entity had its turn.
+    The candidates named in ``last`` (``costly``) come after all others, interleaved the same way."""
+    candidates = list(candidates)
+    if last:
+        return (_interleave([c for c in candidates if c.candidate_id not in last], strategy_order)
+                + _interleave([c for c in candidates if c.candidate_id in last], strategy_order))
+    return _interleave(candidates, strategy_order)
+
+
+def _interleave(candidates: Iterable[Candidate], strategy_order: Sequence[str]) -> list[Candidate]:
     queues = {s: [c for c in candidates if c.strategy == s] for s in strategy_order}
     out: list[Candidate] = []
     while any(queues.values()):

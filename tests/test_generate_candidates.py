@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from generate_fixtures import make_mini_project
 
-from generators.candidates import interleave, propose
+from generators.candidates import Candidate, costly, interleave, propose
 from generators.env_detect import detect_env
 from generators.registry import all_strategies
 from generators.static_index import build_index
@@ -145,3 +145,27 @@ def test_interleave_tries_every_entity_before_any_twin(tmp_path):
     assert len(entities) > n, "the toy repo must have stub/delete twins for this test to mean anything"
     assert len(set(entities[:n])) == n  # every entity once, then the twins
     assert set(entities[n:]) <= set(entities[:n])
+
+
+def _c(cid: str, tests: tuple[str, ...], rank: float) -> Candidate:
+    strategy, entity = cid.split(":", 1)
+    return Candidate(cid, strategy, entity, tests, rank, "")
+
+
+def test_candidates_whose_tests_take_most_of_a_slow_suite_go_last() -> None:
+    """networkx's first candidates by rank were Graph and utils.backends, 6,000+ covering tests each: every
+    validation run of them cost a whole suite (the first took 92 s and was rejected)."""
+    durations = {f"t.py::t{i}": 1.0 for i in range(200)}  # a 200 s suite
+    core = _c("stub:pkg.Graph", tuple(durations), 30.0)  # every test
+    half = _c("module:pkg.views", tuple(list(durations)[:100]), 25.0)  # 100 s of it
+    small = _c("stub:pkg.helper", ("t.py::t0", "t.py::t1"), 10.0)
+    small_module = _c("module:pkg.util", ("t.py::t2",), 9.0)
+    assert costly([core, half, small, small_module], durations) == {"stub:pkg.Graph", "module:pkg.views"}
+    order = interleave([core, half, small, small_module], ("stub", "module"),
+                       last=costly([core, half, small, small_module], durations))
+    assert [c.candidate_id for c in order] == ["stub:pkg.helper", "module:pkg.util", "stub:pkg.Graph",
+                                               "module:pkg.views"]  # deferred, never dropped
+    # a suite of under 30 s of tests is never reordered, whatever share a candidate covers
+    quick = {k: 0.1 for k in durations}
+    assert costly([core, half, small], quick) == frozenset()
+    assert [c.candidate_id for c in interleave([core, half, small], ("stub", "module"))][0] == "stub:pkg.Graph"

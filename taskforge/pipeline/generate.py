@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generators.candidates import Candidate, interleave, propose
+from generators.candidates import Candidate, costly, interleave, propose
 from generators.registry import DEFAULT_STRATEGIES, STRATEGIES
 from taskforge.core.errors import ConfigError, TaskforgeError
 from taskforge.core.files import write_atomic
@@ -203,7 +203,7 @@ def run_source(profile: ProfileOutcome, out: Path, settings: Settings, options: 
     if unknown:
         raise ConfigError(f"unknown strategies {unknown}; choose from {sorted(known)}")
     candidates, pre_rejected = propose(prof, [known[s] for s in options.strategies], options.seed)
-    order = interleave(candidates, options.strategies)
+    order = interleave(candidates, options.strategies, last=costly(candidates, prof.baseline.durations))
     if part is not None:
         order = part.take(order)
         pre_rejected = pre_rejected if part.first else []
