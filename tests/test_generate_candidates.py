@@ -165,6 +165,15 @@ def test_candidates_whose_tests_take_most_of_a_slow_suite_go_last() -> None:
                        last=costly([core, half, small, small_module], durations))
     assert [c.candidate_id for c in order] == ["stub:pkg.helper", "module:pkg.util", "stub:pkg.Graph",
                                                "module:pkg.views"]  # deferred, never dropped
+    # the others keep their order: deferring a costly candidate never changes which twin of an entity goes first
+    # (interleaved anew, more-itertools' delete twins came before their stubs and broke its test file's import)
+    twins = [_c("stub:pkg.a", ("t.py::t0",), 10.0), _c("delete:pkg.b", tuple(durations), 20.0),
+             _c("stub:pkg.c", ("t.py::t1",), 9.0), _c("delete:pkg.c", ("t.py::t1",), 8.0)]
+    plain = interleave(twins, ("stub", "delete"))
+    deferred = interleave(twins, ("stub", "delete"), last=costly(twins, durations))
+    assert [c.candidate_id for c in deferred] == [c.candidate_id for c in plain if c.entity != "pkg.b"] + [
+        "delete:pkg.b"]
+    assert [c.candidate_id for c in deferred][:2] == ["stub:pkg.a", "stub:pkg.c"]
     # a suite of under 30 s of tests is never reordered, whatever share a candidate covers
     quick = {k: 0.1 for k in durations}
     assert costly([core, half, small], quick) == frozenset()
