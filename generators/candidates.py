@@ -181,13 +181,6 @@ def interleave(candidates: Iterable[Candidate], strategy_order: Sequence[str],
     the others keep the order they have without ``last``, so which twin of an entity goes first never changes.
     (Interleaving the others anew moved more-itertools' delete twins, which break the collection of its test
     file, before their stubs: 23 ``import_broken`` of 29 decided.)"""
-    order = _interleave(candidates, strategy_order)
-    if not last:
-        return order
-    return [c for c in order if c.candidate_id not in last] + [c for c in order if c.candidate_id in last]
-
-
-def _interleave(candidates: Iterable[Candidate], strategy_order: Sequence[str]) -> list[Candidate]:
     queues = {s: [c for c in candidates if c.strategy == s] for s in strategy_order}
     out: list[Candidate] = []
     while any(queues.values()):
@@ -200,4 +193,5 @@ def _interleave(candidates: Iterable[Candidate], strategy_order: Sequence[str]) 
     for c in out:
         (twins if c.entity in seen else first).append(c)
         seen.add(c.entity)
-    return first + twins
+    order = first + twins
+    return [c for c in order if c.candidate_id not in last] + [c for c in order if c.candidate_id in last]
