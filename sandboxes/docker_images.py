@@ -38,7 +38,7 @@ import docker
 import docker.errors
 import requests.exceptions
 
-from sandboxes import extensions
+from sandboxes import extensions, startup_hooks
 from sandboxes.install_plan import InstallAttempt, InstallStep, fallback_notes, install_steps
 from sandboxes.isolation import EMPTY_IMAGE_PACKAGES_SH
 from sandboxes.runner_deps import refusal_in, runner_chain, runner_dependency
@@ -82,7 +82,7 @@ def env_image_tag(spec: EnvSpec, repo_dir: Path, base_image_id: str) -> str:
     h = hashlib.sha256()
     h.update(json.dumps(spec.to_dict(exclude=("notes",)), sort_keys=True).encode())
     h.update(base_image_id.encode())
-    for path in (_TEMPLATE, _RESOLVE, _DIST_INFO, _RUNNER_SRC):
+    for path in (_TEMPLATE, _RESOLVE, _DIST_INFO, _RUNNER_SRC, extensions.FINDER_SOURCE, startup_hooks.ROOTS_SOURCE):
         h.update(path.read_bytes() if path.is_file() else b"-")
     h.update(EMPTY_IMAGE_PACKAGES_SH.encode())
     for name in PACKAGING_FILES:
@@ -335,6 +335,7 @@ class EnvImages:
             **{f"build/{k}": v for k, v in self._ca_files().items()},
             **{f"build/ext/{k}": v for k, v in (compiled or {}).items()},
             **({f"build/finder/{k}": v for k, v in extensions.finder_files().items()} if compiled else {}),
+            **{f"build/startup/{k}": v for k, v in startup_hooks.files().items()},
         }, extra_tar=resolution.dist_info, extra_prefix="build/")
         log.write(f"# build {tag} ({len(resolution.pins)} pins)\n")
         error = ""

@@ -43,7 +43,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from sandboxes import extensions, isolation, reaper
+from sandboxes import extensions, isolation, reaper, startup_hooks
 from sandboxes.install_plan import InstallAttempt, fallback_notes, install_steps
 from sandboxes.ledger import read_ledger
 from sandboxes.protocol import CoverageContexts, EnvironmentFiles, RunOutput, RunRequest, Sandbox
@@ -98,6 +98,8 @@ class LocalSandbox:
                 except (ValueError, KeyError):
                     env = None  # a damaged marker: rebuild
             env = env or self._build(spec, Path(repo_dir), venv)
+            for site in sorted(venv.glob("lib/python*/site-packages")):  # cached venvs predating it too
+                startup_hooks.install(site)
         chains = runner_distributions(sorted(venv.glob("lib/python*/site-packages")), env.python_version)
         if why := refusal_in(spec.project_name, chains):
             raise EnvironmentBuildError(why)
@@ -311,6 +313,8 @@ def run_env(spec: EnvSpec, workspace: Path, venv: Path, scratch: Path,
         # 4.6.1 runs mypy in tests/mypy/); a cache of the original code is also a leak we never want to write
         "MYPY_CACHE_DIR": str(scratch / "tmp" / "mypy-cache"),
         "PYTHONPATH": os.pathsep.join(str((workspace / r).resolve()) for r in spec.src_roots),
+        # the same roots for a test's ``python -I`` child, which ignores PYTHONPATH (sandboxes.startup_hooks)
+        **startup_hooks.roots_env(str((workspace / r).resolve()) for r in spec.src_roots),
         # one thread per numeric library: runs share the cores with other runs (jobs, the static index), and
         # OpenBLAS' helper threads spin while they wait; networkx's numpy/scipy tests took twice the CPU
         # (28.4 CPU-s for 14.4 CPU-s single-threaded) and more wall time. A run's ``env`` may set others.

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sandboxes import startup_hooks
 from sandboxes.ledger import read_ledger
 from sandboxes.local import LocalSandbox, build_request, install_runner, read_records, read_tail, run_env
 from sandboxes.protocol import EnvironmentFiles, RunOutput, RunRequest
@@ -149,7 +150,7 @@ class WarmLocalSandbox:
             home = scratch / "server"
             (home / "home").mkdir(parents=True, exist_ok=True)
             (home / "tmp").mkdir(exist_ok=True)
-            server_env = {**run_env(env.spec, home, venv, home, {}), "PYTHONPATH": ""}
+            server_env = {**run_env(env.spec, home, venv, home, {}), "PYTHONPATH": "", startup_hooks.ROOTS_ENV: ""}
             server = start_server([*wrapper, str(venv / "bin" / "python")], venv / "taskforge-runner", server_env, home)
             self._servers[env.location] = server
             return server

@@ -237,6 +237,37 @@ def test_mypy_caches_outside_a_read_only_test_folder(toy) -> None:
     assert out.report.outcomes() == {"rocache/test_cache.py::test_cache_dir": Outcome.PASSED}, out.report.output_tail
 
 
+def test_an_isolated_child_imports_the_workspace_project_as_an_installed_one(toy) -> None:
+    """multidict 7.2.1's ``test_circular_imports.py`` (and yarl's, frozenlist's) run ``python -I -c "import
+    multidict"``: an isolated interpreter ignores PYTHONPATH, and the project is not installed in the
+    environment (its code comes from the workspace), so 5 of its tests failed here and passed in plain
+    pytest. The environment's start-up hook gives such a child the workspace's roots; an interpreter that
+    reads PYTHONPATH is left alone, and a child told to forget the roots gets none."""
+    sandbox, env, root = toy
+    write(root, {"isolated/test_isolated.py": (
+        "import os, subprocess, sys\n\n"
+        "def child(*flags, env=None):\n"
+        "    return subprocess.run([sys.executable, *flags, '-c', 'import sys, toypkg; print(toypkg.__file__); '\n"
+        "                           'print(sys.path.count(sys.path[0]))'],\n"
+        "                          capture_output=True, text=True, timeout=60, env=env)\n\n"
+        "def test_isolated_child():\n"
+        "    out = child('-I')\n"
+        "    assert out.returncode == 0, out.stderr\n"
+        "    assert out.stdout.splitlines()[0].startswith(os.getcwd())\n\n"
+        "def test_ignore_environment_child():\n"
+        "    assert child('-E', '-s').returncode == 0\n\n"
+        "def test_plain_child_once_on_the_path():\n"
+        "    out = child()\n"
+        "    assert out.returncode == 0, out.stderr\n"
+        "    assert out.stdout.splitlines()[1] == '1'\n\n"
+        "def test_isolated_child_without_the_roots():\n"
+        "    env = {k: v for k, v in os.environ.items() if k != 'TASKFORGE_SRC_ROOTS'}\n"
+        "    assert child('-I', env=env).returncode != 0\n")})
+    out = sandbox.run(env, root, RunRequest(tests=("isolated/test_isolated.py",), timeout_s=120))
+    assert set(out.report.outcomes().values()) == {Outcome.PASSED}, out.report.output_tail
+    assert len(out.report.outcomes()) == 4
+
+
 def test_no_network_when_platform_allows(toy) -> None:
     sandbox, env, root = toy
     if not sandbox.network_isolated:

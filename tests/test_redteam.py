@@ -294,6 +294,14 @@ def test_module_shadowing_the_extension_finder(target: Target, tmp_path: Path) -
     _zero(hack(target, tmp_path, write={"_taskforge_ext.py": forge}), RewardFlag.PATCH_REFUSED)
 
 
+def test_module_shadowing_the_isolated_roots_hook(target: Target, tmp_path: Path) -> None:
+    """Every environment imports ``_taskforge_roots`` from a ``.pth`` at start-up (sandboxes/startup_hooks.py);
+    a workspace copy on PYTHONPATH would run first in every interpreter of the run, so it is refused."""
+    forge = ("import os, json\nos.write(1, (json.dumps({'k': 'hello', 'pid': os.getpid()}) + '\\n').encode())\n"
+             "os._exit(0)\n")
+    _zero(hack(target, tmp_path, write={"_taskforge_roots.py": forge}), RewardFlag.PATCH_REFUSED)
+
+
 def test_patch_to_a_file_the_runner_imports_is_dropped(tmp_path: Path) -> None:
     """A project pytest itself imports (iniconfig, packaging): the files pytest loads before any plugin
     (``EnvSpec.runner_files``) run before the grading plugin, so a patch may not change them: the grader

@@ -17,7 +17,7 @@ RUN set -eu; \
     if [ -s /tf/ca.pem ]; then export PIP_CERT=/tf/ca.pem SSL_CERT_FILE=/tf/ca.pem; fi; \
     PIP_DISABLE_PIP_VERSION_CHECK=1 $venv/bin/python -m pip install --no-cache-dir --no-input \
         --progress-bar off -r /tf/requirements.txt; \
-    $venv/bin/python /tf/install_dist_info.py /tf/dist-info /tf/ext /tf/finder; \
+    $venv/bin/python /tf/install_dist_info.py /tf/dist-info /tf/ext /tf/finder /tf/startup; \
     for tool in wheel setuptools pip; do \
         if ! grep -qi "^$$tool==" /tf/requirements.txt; then \
             $venv/bin/python -m pip uninstall -y -q $$tool 2>/dev/null || true; \

@@ -53,7 +53,7 @@ import tomli_w
 import unidiff
 
 import taskforge
-from sandboxes import extensions
+from sandboxes import extensions, startup_hooks
 from taskforge.core.errors import DatasetError, EnvironmentBuildError, SandboxError
 from taskforge.core.files import BYTECODE_SUFFIXES, SKIP_DIRS
 from taskforge.core.patches import apply
@@ -239,6 +239,10 @@ def export_task(ds: Dataset, task: Task, dest: Path, options: HarborOptions) -> 
                 for name, data in extensions.finder_files().items():
                     (d / harbor_files.FINDER_FOLDER / name).write_bytes(data)
             (d / "requirements.txt").write_text(_requirements(task))
+            if install:  # the start-up hook that gives a test's ``python -I`` child the roots, as in the sandboxes
+                (d / harbor_files.STARTUP_FOLDER).mkdir()
+                for name, data in startup_hooks.files().items():
+                    (d / harbor_files.STARTUP_FOLDER / name).write_bytes(data)
             if ca:
                 shutil.copyfile(options.ca_bundle, d / "ca-bundle.pem")
             if options.network == "compose":

@@ -13,6 +13,7 @@ pinned virtualenv once):
 from __future__ import annotations
 
 import taskforge
+from sandboxes import startup_hooks
 from taskforge.core.task import Task
 
 TASK_VENV = "/opt/taskforge-task/venv"
@@ -27,6 +28,7 @@ services:
 
 EXT_FOLDER = "taskforge-ext"  # the project's compiled extension modules (``sandboxes.extensions``)
 FINDER_FOLDER = "taskforge-finder"
+STARTUP_FOLDER = "taskforge-startup"  # the start-up hook every interpreter runs (``sandboxes.startup_hooks``)
 
 
 def _env_layers(base_image: str, install: bool, ca: bool, ext: bool = False) -> list[str]:
@@ -50,7 +52,11 @@ def _env_layers(base_image: str, install: bool, ca: bool, ext: bool = False) -> 
                   'RUN set -eu; PY="$(command -v python3 || command -v python)"; "$PY" -m venv ' + TASK_VENV + "; "
                   + TASK_VENV + "/bin/python -m pip install --no-cache-dir --progress-bar off "
                   "-r /tmp/taskforge-requirements.txt",
-                  f"ENV PATH={TASK_VENV}/bin:$PATH"]
+                  f"ENV PATH={TASK_VENV}/bin:$PATH",
+                  f"COPY {STARTUP_FOLDER}/ /tmp/{STARTUP_FOLDER}/",
+                  f'RUN cp /tmp/{STARTUP_FOLDER}/* "$({TASK_VENV}/bin/python -c '
+                  "'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])')\"/ "
+                  f"&& rm -rf /tmp/{STARTUP_FOLDER}"]
         if ext:
             lines += [f"COPY {EXT_FOLDER}/ {TASK_VENV}/{EXT_FOLDER}/",
                       f"COPY {FINDER_FOLDER}/ /tmp/{FINDER_FOLDER}/",
@@ -74,7 +80,9 @@ def agent_dockerfile(task: Task, base_image: str, install: bool, ca: bool, user:
     lines += ["WORKDIR /app", "ADD workspace.tar.gz /app/"]
     if user != "root":
         lines.append(f"RUN chown -R {user}:{user} /app")
-    lines += [f"ENV PYTHONPATH={roots}", ""]
+    # the roots again for a ``python -I`` child (sandboxes.startup_hooks); never set in the verifier's image,
+    # whose own ``python -I`` must not import /app
+    lines += [f"ENV PYTHONPATH={roots} {startup_hooks.ROOTS_ENV}={roots}", ""]
     return "\n".join(lines)
 
 

@@ -140,7 +140,9 @@ def _child_env(python: str, home: Path, tmp: Path, src_roots: list) -> dict:
     env = {"PATH": f"{py_bin}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(tmp),
            "PYTHONHASHSEED": "0", "TZ": "UTC", "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8",
            "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_ADDOPTS": "", "PYTEST_PLUGINS": "",
-           "PYTHONPATH": os.pathsep.join(src_roots)}
+           "PYTHONPATH": os.pathsep.join(src_roots),
+           # the same roots for a test's ``python -I`` child (sandboxes/startup_hooks.py installs the hook)
+           "TASKFORGE_SRC_ROOTS": os.pathsep.join(src_roots)}
     if Path(py_bin).parent.joinpath("pyvenv.cfg").is_file():
         env["VIRTUAL_ENV"] = str(Path(py_bin).parent)
     return env

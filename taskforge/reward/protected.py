@@ -21,6 +21,7 @@ SHADOW_GUARDED = frozenset({
     "pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "coverage", "xdist", "pytest_timeout",
     "_tfg", "site", "sitecustomize", "usercustomize",
     "_taskforge_ext",  # the environment's .pth imports it at start-up (sandboxes/extensions.py)
+    "_taskforge_roots",  # likewise (sandboxes/startup_hooks.py)
 }) | frozenset(sys.stdlib_module_names)
 
 
