@@ -157,6 +157,35 @@ def test_a_helper_method_kept_tests_call_through_a_fixture_object_stays(tmp_path
     assert gone is None or "def test_hidden" not in gone
 
 
+def test_a_kept_test_that_calls_a_hidden_one_goes_with_it(tmp_path: Path) -> None:
+    """ijson 3.6.0: ``test_basic_parse_threaded`` runs ``test_basic_parse`` in a thread, whose exception fails
+    nothing, so without the feature it passed, stayed as PASS_TO_PASS, and failed on the name its hidden target
+    left behind: 20 of its candidates were rejected ``suite_red_after_deletion``. Such a caller is hidden
+    along (transitively), graded nowhere; tests that name nothing hidden stay."""
+    src = ("import threading\n\n\ndef test_basic(x=1):\n    assert x\n\n\n"
+           "def test_threaded():\n    t = threading.Thread(target=test_basic)\n    t.start()\n    t.join()\n\n\n"
+           "def test_twice():\n    test_threaded()\n\n\n"
+           "def test_alone():\n    assert True\n\n\n"
+           "class TestThings:\n    def test_a(self):\n        assert True\n\n"
+           "    def test_b(self):\n        self.test_a()\n\n"
+           "    def test_c(self):\n        assert True\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_parse.py").write_text(src)
+    h = hide_tests(tmp_path, ["tests/test_parse.py::test_basic", "tests/test_parse.py::TestThings::test_a"])
+    after = h.files_after["tests/test_parse.py"]
+    assert after is not None
+    for gone in ("test_basic(", "test_threaded(", "test_twice(", "test_a(", "test_b("):
+        assert f"def {gone}" not in after
+    assert "def test_alone(" in after and "def test_c(" in after
+    assert sorted(h.along) == ["tests/test_parse.py::TestThings::test_b", "tests/test_parse.py::test_threaded",
+                               "tests/test_parse.py::test_twice"]
+    assert h.hides("tests/test_parse.py::test_threaded") and not h.hides("tests/test_parse.py::test_alone")
+    namespace: dict[str, object] = {}
+    exec(compile(after, "test_parse.py", "exec"), namespace)
+    namespace["TestThings"]().test_c()  # type: ignore[operator]
+    assert type(h).from_dict(h.to_dict()) == h
+
+
 def test_classes_and_functions_named_by_the_projects_python_classes_and_functions_are_tests(tmp_path: Path) -> None:
     """mako 1.4.3: ``python_classes = ["*Test", "Test*"]``. Its ``FilterTest::test_*`` tests were not tests to
     the scanner: a candidate whose FAIL_TO_PASS tests were there had them ``unmatched`` and was rejected."""
