@@ -149,22 +149,25 @@ class StaticIndex:
         return result
 
     def observe_import_time(self, ran_outside_tests: Iterable[str]) -> None:
-        """Narrow the static answer for functions and methods to those whose body a coverage run saw
-        execute outside every test (collection, the imports of the package and of the test modules,
-        session hooks).
+        """For functions and methods, answer what a coverage run saw execute outside every test and their
+        collection (the package's import, conftests, session hooks: ``CoverageMap.ran_at_import``).
 
         The static closure over-approximates: it follows every possible call, and an attribute call
         ``obj.name`` reaches every method called ``name`` (markdown 3.11.3: 97 stub candidates refused
-        as running at import, 6 of them did). Only the intersection is kept: a function that only a test
-        module's own module-level code runs (a marshmallow schema in ``tests/base.py``) is no import-time
-        use of the package, and the static answer never counted it. Classes and modules keep the static
-        answer: a class body always runs at import, so coverage cannot tell whether the class is *used*.
+        as running at import, 6 of them did). It also misses what runs through a dynamic lookup: ijson
+        3.6.0's backends call ``enrich_backend(globals())``, which runs ``globals()['_make_' + name](backend)``
+        at import; its 12 factories were stubbed and each cost a validation run that found every test of
+        the backend failing (``suite_red_after_deletion``). So what was observed counts whatever the static
+        answer says; a function that only a test module's own module-level code runs (a marshmallow schema in
+        ``tests/base.py``) ran during collection, not here, and is no import-time use of the package. Classes
+        and modules keep the static answer: a class body always runs at import, so coverage cannot tell
+        whether the class is *used*.
         """
         static = self.import_time_entities()
-        observed = frozenset(ran_outside_tests)
+        observed = frozenset(q for q in ran_outside_tests if q in self)
         self._memo["import_time"] = frozenset(
             q for q in static
-            if self.entity(q).kind not in (EntityKind.FUNCTION, EntityKind.METHOD) or q in observed)
+            if self.entity(q).kind not in (EntityKind.FUNCTION, EntityKind.METHOD)) | observed
 
     def closure(self, seeds: Iterable[str], *, kinds: tuple[str, ...],
                 of_class: Callable[[str], Iterable[str]]) -> set[str]:

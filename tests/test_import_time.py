@@ -121,3 +121,48 @@ def test_a_bare_binding_is_a_use_for_a_deletion_not_for_a_stub(tmp_path: Path) -
                               baseline=SimpleNamespace(reliable=reliable))
     assert covering_tests(index.entity("pkg.helper"), profile) == {"tests/test_mixin.py::TestHelper::test_it"}
     assert covering_tests(index.entity("pkg.helper"), profile, names_remain=True) == frozenset()
+
+
+def test_what_a_coverage_run_saw_run_at_import_counts_where_static_analysis_cannot_see(tmp_path: Path) -> None:
+    """ijson 3.6.0: ``enrich_backend(globals())`` runs ``globals()['_make_' + name](backend)`` at import; static
+    analysis cannot follow the lookup, and intersecting with it dropped the 12 factories the coverage run saw
+    run there: each was stubbed, and each stub broke every test of the backend (``suite_red_after_deletion``).
+    What the run saw counts; a function the static closure names but no run saw at import does not."""
+    from generators.strategy_stub import StubStrategy
+    from taskforge.core.outcomes import Rejected, RejectReason
+
+    pkg = '''\
+def _make_gen(backend):
+    def gen(x):
+        return x + 1
+    return gen
+
+
+def enrich(backend):
+    backend["gen"] = globals()["_make_" + "gen"](backend)
+
+
+def configured():
+    value = 1
+    return value
+
+
+def hook(x=configured()):
+    y = x * 2
+    return y
+
+
+enrich(globals())
+'''
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text(pkg)
+    spec = EnvSpec("pkg", "3.11", ".", package_dirs=("pkg",), test_paths=("tests",))
+    index = build_index(tmp_path, spec)
+    assert "pkg._make_gen" not in index.import_time_entities()  # the lookup is invisible statically
+    assert "pkg.configured" in index.import_time_entities()  # a default value, called at import
+    index.observe_import_time(["pkg._make_gen", "pkg.enrich", "not.an.entity"])
+    at_import = index.import_time_entities()
+    assert {"pkg._make_gen", "pkg.enrich"} <= at_import
+    assert "pkg.configured" not in at_import and "not.an.entity" not in at_import
+    refused = StubStrategy().delete(index.entity("pkg._make_gen"), index, tmp_path)
+    assert isinstance(refused, Rejected) and refused.reason is RejectReason.IMPORT_BROKEN
