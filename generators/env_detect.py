@@ -17,6 +17,7 @@ import ast
 import configparser
 import fnmatch
 import hashlib
+import os
 import re
 import shlex
 import sys
@@ -153,7 +154,8 @@ def detect_env(repo: Path, *, python: str = "3.11", name_hint: str = "") -> EnvS
         notes.append(f"doctest_paths: {list(doctest_paths)} (configured testpaths that hold the project's "
                      "own code: collected for doctests, not test code)")
     if not ini.get("testpaths"):
-        doctests = _doctest_targets(repo, _as_list(ini.get("addopts")), package_dirs)
+        doctests = _doctest_targets(repo, _as_list(ini.get("addopts")), package_dirs, test_paths,
+                                    _as_list(ini.get("norecursedirs")) or list(NORECURSEDIRS))
         if doctests:
             doctest_paths = tuple(dict.fromkeys((*doctest_paths, *doctests)))
             notes.append(f"doctest_paths: {doctests} (addopts collect doctests and no testpaths is set, "
@@ -489,16 +491,39 @@ def _holds_project_code(path: str, src_roots: tuple[str, ...], package_dirs: tup
     return any(d == p or d.startswith(p + "/") or p.startswith(d + "/") for d in package_dirs)
 
 
-def _doctest_targets(repo: Path, addopts: list[str], package_dirs: tuple[str, ...]) -> list[str]:
+NORECURSEDIRS = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")  # pytest's default
+DOCTEST_GLOB_LIMIT = 200
+
+
+def _doctest_targets(repo: Path, addopts: list[str], package_dirs: tuple[str, ...], test_paths: tuple[str, ...] = (),
+                     norecurse: Iterable[str] = NORECURSEDIRS) -> list[str]:
+    """What a plain ``pytest`` at the root collects as doctests besides the tests: the package directories
+    (``--doctest-modules``), and every file a ``--doctest-glob`` pattern matches in the folders pytest walks
+    from the root (not the test paths, which the run collects anyway). Only the root's files were taken: uritools
+    7.0.1 (``--doctest-glob=*.rst``) lost ``docs/index.rst``, which plain pytest collects."""
     targets: list[str] = []
     if "--doctest-modules" in addopts:
         targets += list(package_dirs)
-    for i, opt in enumerate(addopts):
-        pattern = opt.split("=", 1)[1] if opt.startswith("--doctest-glob=") else (
-            addopts[i + 1] if opt == "--doctest-glob" and i + 1 < len(addopts) else "")
-        if pattern:
-            targets += [p.name for p in sorted(repo.glob(pattern)) if p.is_file()]
+    patterns = [opt.split("=", 1)[1] if opt.startswith("--doctest-glob=") else addopts[i + 1]
+                for i, opt in enumerate(addopts)
+                if opt.startswith("--doctest-glob=") or (opt == "--doctest-glob" and i + 1 < len(addopts))]
+    if patterns:
+        walked = {*test_paths, *targets}  # folders the run is given anyway: their files come with them
+        targets += _files_pytest_walks(repo, patterns, walked, tuple(norecurse))[:DOCTEST_GLOB_LIMIT]
     return targets
+
+
+def _files_pytest_walks(repo: Path, patterns: list[str], skip: set[str], norecurse: tuple[str, ...]) -> list[str]:
+    """Repository-relative files whose name matches one of ``patterns``, in the folders pytest recurses into from
+    the root (``norecursedirs``, virtualenvs left out) outside ``skip``, sorted."""
+    found: list[str] = []
+    for here, dirs, files in os.walk(repo):
+        rel_here = Path(here).relative_to(repo)
+        dirs[:] = sorted(d for d in dirs if not any(fnmatch.fnmatch(d, n) for n in norecurse)
+                         and (rel_here / d).as_posix() not in skip and not (Path(here, d, "pyvenv.cfg")).exists())
+        found += [(rel_here / f).as_posix() for f in sorted(files)
+                  if any(fnmatch.fnmatch(f, p) for p in patterns) and (rel_here / f).as_posix() not in skip]
+    return sorted(found)
 
 
 def _as_list(value: Any) -> list[str]:

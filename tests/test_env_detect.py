@@ -302,6 +302,19 @@ def test_doctest_paths_are_not_test_paths(tmp_path: Path) -> None:
     assert spec.pytest_args == ("-o", "addopts=", "--doctest-modules", "--doctest-glob=README.rst")
 
 
+def test_a_doctest_glob_matches_in_every_folder_pytest_walks_from_the_root(tmp_path: Path) -> None:
+    """uritools 7.0.1: ``--doctest-glob=*.rst`` and no testpaths, so plain pytest collects README.rst and
+    docs/index.rst; only the root's files were taken (53 of plain's 54). Folders pytest does not recurse into
+    (dot folders, build, a virtualenv) and those the run is given anyway (the test paths) are left out."""
+    spec = _with_addopts(tmp_path, "ut", "--doctest-glob=*.rst",
+                         {"src/ut/__init__.py": "", "README.rst": "", "docs/index.rst": "", "docs/conf.py": "",
+                          "docs/api/deep.rst": "", "tests/test_u.py": "def test_u():\n    pass\n",
+                          "tests/data.rst": "", ".github/x.rst": "", "build/y.rst": "", "env/pyvenv.cfg": "",
+                          "env/z.rst": ""})
+    assert spec.test_paths == ("tests",)
+    assert spec.doctest_paths == ("README.rst", "docs/api/deep.rst", "docs/index.rst")
+
+
 def test_a_plugin_turned_off_stays_off_and_a_plugin_loaded_is_dropped(tmp_path: Path) -> None:
     """colorlog 6.12.0's ``-p no:logging``: dropped with every ``-p``, 3 of its tests failed (30 of plain's
     33) while the grading, which keeps it, passed them."""
