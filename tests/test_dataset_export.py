@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from sandboxes import startup_hooks
 from taskforge.core.errors import DatasetError
 from taskforge.dataset import Dataset, DatasetWriter
 from taskforge.dataset.export_harbor import HarborOptions, export_harbor, harbor_name
@@ -70,7 +71,10 @@ def test_harbor_directory_is_structurally_valid(mini_dataset: tuple[Dataset, Pat
     assert reqs == ["pytest==8.3.3"]  # the project itself never comes from an index
     # tests out of the environment by construction: the image gets exactly the broken workspace
     env_files = sorted(p.name for p in (task_dir / "environment").iterdir())
-    assert env_files == ["Dockerfile", "ca-bundle.pem", "requirements.txt", "workspace.tar.gz"]
+    assert env_files == ["Dockerfile", "ca-bundle.pem", "requirements.txt", "taskforge-startup", "workspace.tar.gz"]
+    # beside it only the start-up hook every environment gets (sandboxes/startup_hooks.py), byte for byte
+    startup = task_dir / "environment" / "taskforge-startup"
+    assert {p.name: p.read_bytes() for p in startup.iterdir()} == startup_hooks.files()
     workspace = _tree(task_dir / "environment" / "workspace.tar.gz")
     assert workspace == MINI_BROKEN
     assert "def mul" not in json.dumps(workspace) and "test_mul" not in json.dumps(workspace)
