@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 RUNS = ("before", "after", "session22", "session23", "session23-15cpu", "session24", "session25", "session26",
         "session29", "session29b", "session29c", "session30", "session31", "session32", "session33", "session34",
         "session35", "session36", "session37", "session38", "session39", "session40", "session41", "session42",
-        "session43", "session44")
+        "session43", "session44", "session45")
 
 HEAD = """# Corpus status: the latest measurement of each package (issue 19)
 
