@@ -18,6 +18,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from taskforge.core.files import write_atomic
+
 ROOTS_ENV = "TASKFORGE_SRC_ROOTS"  # runner/isolated_roots.py reads the same name
 ROOTS_MODULE = "_taskforge_roots"
 ROOTS_SOURCE = Path(__file__).parent / "runner" / "isolated_roots.py"
@@ -38,9 +40,7 @@ def install(site_dir: Path) -> None:
                 continue
         except OSError:
             pass
-        tmp = target.with_name(f".{name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        write_atomic(target, data)
 
 
 def roots_env(roots: Iterable[str]) -> dict[str, str]:

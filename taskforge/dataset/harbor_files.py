@@ -52,18 +52,18 @@ def _env_layers(base_image: str, install: bool, ca: bool, ext: bool = False) -> 
                   'RUN set -eu; PY="$(command -v python3 || command -v python)"; "$PY" -m venv ' + TASK_VENV + "; "
                   + TASK_VENV + "/bin/python -m pip install --no-cache-dir --progress-bar off "
                   "-r /tmp/taskforge-requirements.txt",
-                  f"ENV PATH={TASK_VENV}/bin:$PATH",
-                  f"COPY {STARTUP_FOLDER}/ /tmp/{STARTUP_FOLDER}/",
-                  f'RUN cp /tmp/{STARTUP_FOLDER}/* "$({TASK_VENV}/bin/python -c '
-                  "'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])')\"/ "
-                  f"&& rm -rf /tmp/{STARTUP_FOLDER}"]
+                  f"ENV PATH={TASK_VENV}/bin:$PATH", *_into_site_packages(STARTUP_FOLDER)]
         if ext:
-            lines += [f"COPY {EXT_FOLDER}/ {TASK_VENV}/{EXT_FOLDER}/",
-                      f"COPY {FINDER_FOLDER}/ /tmp/{FINDER_FOLDER}/",
-                      f'RUN cp /tmp/{FINDER_FOLDER}/* "$({TASK_VENV}/bin/python -c '
-                      "'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])')\"/ "
-                      f"&& rm -rf /tmp/{FINDER_FOLDER}"]
+            lines += [f"COPY {EXT_FOLDER}/ {TASK_VENV}/{EXT_FOLDER}/", *_into_site_packages(FINDER_FOLDER)]
     return lines
+
+
+def _into_site_packages(folder: str) -> list[str]:
+    """The lines that copy a task folder's files into the task venv's site-packages."""
+    return [f"COPY {folder}/ /tmp/{folder}/",
+            f'RUN cp /tmp/{folder}/* "$({TASK_VENV}/bin/python -c '
+            "'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])')\"/ "
+            f"&& rm -rf /tmp/{folder}"]
 
 
 def agent_dockerfile(task: Task, base_image: str, install: bool, ca: bool, user: str, ext: bool = False) -> str:
